@@ -1,0 +1,119 @@
+"""Ensemble builders over stored predictions: Caruana's forward selection and Agnostic Bayes weights.
+
+Both serve twice: for the final ensemble and for the temporary pool that DivBO/OptDivBO diversify against.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._arrays import PROB_CLIP, as_predictions, as_targets
+from .agnostic_bayes import agnostic_bayes_weights, student_t_posterior  # noqa: F401  (public here too)
+from .metrics import LossSpec, check_loss, is_classification_loss, mean_loss
+
+#: Relative tolerance under which two candidate losses count as tied.
+TIE_TOLERANCE = 1e-12
+
+
+class SelectionResult(NamedTuple):
+    weights: np.ndarray  # (m,) multiplicity / size; sums to 1
+    loss_path: np.ndarray  # (size,) validation loss of the ensemble after each round
+    picks: np.ndarray  # (size,) model index chosen in each round
+
+
+def ensemble_selection(preds, y, loss: LossSpec = "error", size: int = 25, seed: int = 0) -> SelectionResult:
+    """Greedy forward selection with replacement (Caruana et al. 2004) of ``size`` rounds.
+
+    Each round adds the model whose addition gives the lowest validation loss of the uniform average of
+    the multiset so far; a running sum keeps a round at one pass over the predictions. Ties (within a
+    relative 1e-12) are broken by a generator seeded with ``seed``, so results are reproducible.
+    """
+    preds = as_predictions(preds)
+    y = as_targets(y, preds)
+    if size < 1:
+        raise ValueError("ensemble size must be at least 1")
+    if isinstance(loss, str):
+        check_loss(loss)
+        if is_classification_loss(loss) != (preds.ndim == 3):
+            raise ValueError(f"loss {loss!r} does not match predictions of shape {preds.shape}")
+    rng = np.random.default_rng(seed)
+    stack = preds.astype(np.float64)
+    round_losses = _round_loss_function(stack, y, loss)
+    running = np.zeros(stack.shape[1:], dtype=np.float64)
+    counts = np.zeros(stack.shape[0], dtype=np.int64)
+    picks = np.empty(size, dtype=np.int64)
+    path = np.empty(size, dtype=np.float64)
+    for t in range(size):
+        losses = round_losses(running, t + 1)
+        pick = _argmin_with_ties(losses, rng)
+        running += stack[pick]
+        counts[pick] += 1
+        picks[t] = pick
+        path[t] = losses[pick]
+    return SelectionResult(counts / size, path, picks)
+
+
+def ensemble_predict(preds, weights) -> np.ndarray:
+    """Weighted average of the models' predictions (probabilities or values)."""
+    preds = np.asarray(preds)
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != (preds.shape[0],):
+        raise ValueError(f"need one weight per model: {preds.shape[0]} models, {weights.shape} weights")
+    return np.tensordot(weights, preds.astype(np.float64), axes=1) / weights.sum()
+
+
+def _round_loss_function(stack: np.ndarray, y: np.ndarray, spec: LossSpec):
+    """Return ``f(running_sum, size) -> (m,)``: each model's loss if added to the current multiset.
+
+    The named losses are rewritten on per-row statistics precomputed once, so a round costs a few
+    (m, n) passes instead of materialising m candidate ensembles of (n, k) probabilities.
+    """
+    if callable(spec):
+        return lambda running, size: np.array([mean_loss((running + p) / size, y, spec) for p in stack])
+    n = y.shape[0]
+    if spec == "mse":  # sum_n ((R + P_i)/s - y)^2 expanded: one matrix-vector product per round
+        sq_norm = np.square(stack).sum(axis=1)
+
+        def mse(running, size):
+            resid = running / size - y
+            return (sq_norm / size**2 + (2.0 / size) * (stack @ resid) + resid @ resid) / n
+
+        return mse
+    if spec == "mae":
+        return lambda running, size: np.abs((running[None] + stack) / size - y).mean(axis=1)
+    rows = np.arange(n)
+    true_col = stack[:, rows, y]  # (m, n) probability of the true class
+    if spec == "log_loss":
+
+        def log_loss(running, size):
+            q = (running[rows, y][None] + true_col) / size
+            return -np.log(np.clip(q, PROB_CLIP, 1.0)).mean(axis=1)
+
+        return log_loss
+    if spec == "brier":  # sum_n sum_k c^2 - 2 c_y + 1 with c = (R + P_i)/s, expanded likewise
+        flat = stack.reshape(stack.shape[0], -1)
+        sq_norm = np.square(flat).sum(axis=1)
+        true_sum = true_col.sum(axis=1)
+
+        def brier(running, size):
+            cross = flat @ running.ravel()
+            sum_sq = (running.ravel() @ running.ravel() + 2.0 * cross + sq_norm) / size**2
+            true_mass = (running[rows, y].sum() + true_sum) / size
+            return (sum_sq - 2.0 * true_mass) / n + 1.0
+
+        return brier
+    if stack.shape[2] == 2:  # error, binary: class 1 wins iff its summed score is strictly larger
+        margin = stack[:, :, 1] - stack[:, :, 0]
+        positive = y == 1
+        return lambda running, size: (
+            (margin > (running[:, 0] - running[:, 1])[None]) != positive[None]
+        ).mean(axis=1)
+    return lambda running, size: (np.argmax(running[None] + stack, axis=2) != y[None]).mean(axis=1)
+
+
+def _argmin_with_ties(values: np.ndarray, rng: np.random.Generator) -> int:
+    best = values.min()
+    tied = np.flatnonzero(values <= best + TIE_TOLERANCE * max(1.0, abs(best)))
+    return int(tied[0]) if tied.size == 1 else int(rng.choice(tied))

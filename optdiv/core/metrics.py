@@ -1,0 +1,62 @@
+"""Task losses in one place, per example and averaged, for one model or a stack of models.
+
+Every loss is smaller-is-better. Classification predictions are probabilities (..., n, k) and
+targets are class indices; regression predictions are values (..., n).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Union
+
+import numpy as np
+
+from ._arrays import PROB_CLIP
+
+CLASSIFICATION_LOSSES = ("error", "log_loss", "brier")
+REGRESSION_LOSSES = ("mse", "mae")
+LOSSES = CLASSIFICATION_LOSSES + REGRESSION_LOSSES
+
+LossSpec = Union[str, Callable[[np.ndarray, np.ndarray], float]]
+
+
+def is_classification_loss(name: str) -> bool:
+    return check_loss(name) in CLASSIFICATION_LOSSES
+
+
+def check_loss(name: str) -> str:
+    if name not in LOSSES:
+        raise ValueError(f"unknown loss {name!r}; choose one of {', '.join(LOSSES)} or pass a callable")
+    return name
+
+
+def per_example_loss(preds, y, name: str) -> np.ndarray:
+    """Loss of each example: shape ``preds.shape[:-1]`` for classification, ``preds.shape`` for regression.
+
+    A leading model axis is kept, so (m, n, k) probabilities give an (m, n) matrix.
+    """
+    check_loss(name)
+    preds = np.asarray(preds)
+    y = np.asarray(y)
+    if name in CLASSIFICATION_LOSSES:
+        if preds.ndim < 2:
+            raise ValueError(f"loss {name!r} needs class probabilities (..., n, k); got shape {preds.shape}")
+        y = y.astype(np.intp)
+        if name == "error":
+            return (np.argmax(preds, axis=-1) != y).astype(np.float64)
+        q = np.take_along_axis(preds, np.broadcast_to(y[:, None], preds.shape[:-1] + (1,)), axis=-1)[..., 0]
+        if name == "log_loss":
+            return -np.log(np.clip(q.astype(np.float64), PROB_CLIP, 1.0))
+        sq = np.square(preds.astype(np.float64)).sum(-1)
+        return sq - 2.0 * q + 1.0  # sum_k (onehot_k - p_k)^2 without building the one-hot matrix
+    diff = preds.astype(np.float64) - y.astype(np.float64)
+    return np.square(diff) if name == "mse" else np.abs(diff)
+
+
+def mean_loss(preds, y, name: LossSpec):
+    """Mean loss over examples: a float for one model, a vector for a stack of models.
+
+    A callable is ``fn(y_true, y_pred) -> float`` (scikit-learn's order) for one model's predictions.
+    """
+    if callable(name):
+        return float(name(np.asarray(y), np.asarray(preds)))
+    return per_example_loss(preds, y, name).mean(axis=-1)
