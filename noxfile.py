@@ -8,7 +8,7 @@
 Every session is built from nothing unless ``-r`` (reuse) is given. Each host
 session installs its pins and ``-e .[dev]`` in ONE resolver call, so the
 resolver picks versions that satisfy the host and optdiv together, then runs
-``tests/core`` plus that host's directory under ``tests/hosts/`` with
+``tests/core`` plus that host's directory ``tests/hosts/<host>_host/`` with
 ``OPTDIV_REQUIRE_HOST=<host>`` (see tests/conftest.py: with it set, a host that
 fails to import is a test failure, not a skip).
 
@@ -61,7 +61,7 @@ HOST_PYTHON: dict[str, str] = {
 #: Test paths per host session: the core suite plus the host's own directory.
 #: Add paths here as more host-specific tests appear.
 HOST_TEST_PATHS: dict[str, list[str]] = {
-    host: [CORE_TESTS, f"tests/hosts/{host}"] for host in HOST_PINS
+    host: [CORE_TESTS, f"tests/hosts/{host}_host"] for host in HOST_PINS
 }
 
 #: Import name of each host, used for the post-install sanity check.
@@ -206,7 +206,7 @@ def _host_session(host: str):
         _run_pytest(session, HOST_TEST_PATHS[host], env={"OPTDIV_REQUIRE_HOST": host})
 
     run.__name__ = host
-    run.__doc__ = f"tests/core + tests/hosts/{host} with {' '.join(HOST_PINS[host])}"
+    run.__doc__ = f"tests/core + tests/hosts/{host}_host with {' '.join(HOST_PINS[host])}"
     return nox.session(name=host, python=HOST_PYTHON[host], venv_backend=VENV_BACKEND)(run)
 
 

@@ -1,7 +1,8 @@
 """Gate the host tests on their host framework being importable.
 
-Tests live in ``tests/hosts/<host>/``; the directory name says which host a
-test needs. For each such test:
+Tests live in ``tests/hosts/<host>_host/``; the directory name says which host a
+test needs (the ``_host`` suffix keeps a folder named like the package, e.g.
+``openbox``, from shadowing the real package as a namespace package). For each such test:
 
 * host importable                      -> the test runs;
 * host missing, OPTDIV_REQUIRE_HOST unset (or names another host)
@@ -33,6 +34,7 @@ HOST_MODULES = {
 }
 
 ENV_VAR = "OPTDIV_REQUIRE_HOST"
+HOST_DIR_SUFFIX = "_host"
 _HOSTS_DIR = Path(__file__).resolve().parent
 
 
@@ -55,7 +57,10 @@ def _host_of(path: Path) -> str | None:
         rel = Path(path).resolve().relative_to(_HOSTS_DIR)
     except ValueError:
         return None
-    return rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in HOST_MODULES else None
+    if len(rel.parts) < 2 or not rel.parts[0].endswith(HOST_DIR_SUFFIX):
+        return None
+    host = rel.parts[0][: -len(HOST_DIR_SUFFIX)]
+    return host if host in HOST_MODULES else None
 
 
 def pytest_configure(config: pytest.Config) -> None:
