@@ -1,0 +1,566 @@
+"""Fit one configuration under a wall-time limit and record what happened, never raising.
+
+Process model
+-------------
+Fits run in **one persistent worker process** started with the ``spawn`` context (``fork`` can deadlock
+when the parent already runs OpenMP / BLAS thread pools, e.g. after LightGBM; ``forkserver`` may be
+chosen with ``start_method``). The worker receives the data splits once, when it starts, and then
+serves evaluations one after another over a :func:`multiprocessing.Pipe`: the parent sends
+``(task id, config)``, the worker builds ``Pipeline([("prep", make_preprocessor(X_train)), ("model",
+build(config, seed))])``, fits it on the training rows, predicts validation and test rows and sends
+the float32 predictions back.
+
+The parent enforces the time limit by waiting on the pipe and on the worker's sentinel together. When
+the limit passes it ends the worker (``terminate``, then ``kill`` after a grace period), reaps it and
+records a ``"timeout"``; when the worker dies (non-zero exit, a signal such as SIGSEGV, the kernel's
+OOM killer) it records a ``"failed"`` observation with the exit code or signal. Either way the next
+evaluation starts a fresh worker. Worker start-up (interpreter, imports, receiving the splits, about
+1-2 s) is not charged to the evaluation's limit; the limit covers building, fitting and predicting.
+
+A worker is reused while it stays healthy, so an evaluation costs one pipe round trip of the config
+and the predictions (around a millisecond on small data) on top of the fit itself, instead of a
+process start (about a second with numpy/pandas/scikit-learn imports). A ``MemoryError`` is recorded
+as a failure and the worker is replaced, since its heap may be in a poor state.
+
+``in_process=True`` runs everything in the calling process with no limit, for debugging.
+
+Failures
+--------
+Exceptions (with a traceback tail), timeouts, worker crashes and NaN/inf predictions all become an
+:class:`Observation` with ``status`` ``"failed"`` or ``"timeout"``, no predictions, ``test_loss=None``
+and ``val_loss = worst_loss(metric)``: a finite, JSON-friendly value no real model scores worse than:
+``error`` 1.0, ``brier`` 2.0, ``log_loss`` ``-log(1e-15)`` (about 34.54, the loss of probability 0 on
+the true class after the clipping in :mod:`optdiv.core.metrics`), and ``1e30`` for the unbounded
+regression losses ``mse`` / ``mae``.
+
+Builders must be picklable by reference (top-level functions of an importable module), because the
+worker imports them; the constructor checks this and raises ``TypeError`` early. With ``spawn``, a
+script that uses the evaluator needs the usual ``if __name__ == "__main__":`` guard.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import multiprocessing
+import multiprocessing.util  # noqa: F401  (so our atexit hook runs before its child-joining one)
+import os
+import pickle
+import random
+import signal
+import time
+import traceback
+import warnings
+import weakref
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+
+from optdiv.core._arrays import PROB_CLIP
+from optdiv.core.metrics import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, check_loss, mean_loss
+
+STATUSES = ("ok", "failed", "timeout")
+
+#: Loss recorded for failed / timed-out evaluations (finite, so run logs stay valid JSON).
+WORST_LOSS = {
+    "error": 1.0,
+    "brier": 2.0,
+    "log_loss": float(-math.log(PROB_CLIP)),
+    "mse": 1e30,
+    "mae": 1e30,
+}
+
+#: Metric aliases accepted by :class:`Evaluator`.
+METRIC_ALIASES = {"accuracy": "error", "acc": "error", "logloss": "log_loss", "cross_entropy": "log_loss"}
+
+#: Characters of traceback kept in :attr:`Observation.error`.
+MAX_ERROR_CHARS = 3000
+
+#: Seconds a worker may take to start (imports and receiving the splits) before it is given up.
+START_TIMEOUT = 120.0
+
+#: Seconds between ``terminate`` and ``kill`` when ending a worker.
+KILL_GRACE = 2.0
+
+
+def worst_loss(metric: str) -> float:
+    """The loss recorded for a failed evaluation under ``metric`` (see the module docstring)."""
+    return WORST_LOSS[normalize_metric(metric)]
+
+
+def normalize_metric(metric: str) -> str:
+    return check_loss(METRIC_ALIASES.get(metric, metric))
+
+
+@dataclass
+class Observation:
+    """One evaluated configuration.
+
+    ``val_pred`` / ``test_pred`` are float32 ``(rows, classes)`` probabilities or ``(rows,)`` values,
+    present only when ``status == "ok"``. ``fit_seconds`` is the wall time of building, fitting and
+    predicting (for a timeout or crash: the time waited). ``error`` holds the exception and a traceback
+    tail, or the reason of a timeout / crash.
+    """
+
+    config: Dict[str, Any]
+    status: str
+    val_loss: float
+    test_loss: Optional[float] = None
+    fit_seconds: float = 0.0
+    error: Optional[str] = None
+    val_pred: Optional[np.ndarray] = field(default=None, repr=False)
+    test_pred: Optional[np.ndarray] = field(default=None, repr=False)
+    index: int = -1
+    algorithm: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def algorithm_of(config: Dict[str, Any]) -> str:
+    """The algorithm named by a configuration: its ``algorithm`` entry, else an auto-sklearn style
+    ``classifier:__choice__`` / ``regressor:__choice__`` entry, else ``""``."""
+    if "algorithm" in config:
+        return str(config["algorithm"])
+    for key in ("classifier:__choice__", "regressor:__choice__"):
+        if key in config:
+            return str(config[key])
+    for key, value in config.items():
+        if str(key).endswith("__choice__") and "preprocess" not in str(key):
+            return str(value)
+    return ""
+
+
+# --------------------------------------------------------------------------- #
+# The work itself (runs in the worker, or in the caller with in_process=True)
+# --------------------------------------------------------------------------- #
+
+
+def _final_estimator(model):
+    while hasattr(model, "steps"):
+        model = model.steps[-1][1]
+    return model
+
+
+def _one_hot_labels(labels, n_rows: int, n_classes: int) -> np.ndarray:
+    labels = np.asarray(labels).reshape(-1)
+    if labels.shape[0] != n_rows:
+        raise ValueError(f"predict returned {labels.shape[0]} labels for {n_rows} rows")
+    idx = labels.astype(np.int64)
+    if not np.array_equal(idx, labels) or idx.min(initial=0) < 0 or idx.max(initial=0) >= n_classes:
+        raise ValueError(f"predict returned labels outside the class indices 0..{n_classes - 1}")
+    out = np.zeros((n_rows, n_classes), dtype=np.float32)
+    out[np.arange(n_rows), idx] = 1.0
+    return out
+
+
+def build_pipeline(build, config: dict, X_train, seed: int):
+    """The unfitted pipeline every evaluation (and every refit of an ensemble member) uses."""
+    from sklearn.pipeline import Pipeline
+
+    from .data import make_preprocessor
+
+    return Pipeline([("prep", make_preprocessor(X_train)), ("model", build(dict(config), seed))])
+
+
+def predict_probabilities(pipe, X, n_classes: int) -> np.ndarray:
+    """(rows, n_classes) float32 probabilities aligned by ``classes_``; label-only models give one-hot."""
+    return _class_probabilities(pipe, X, n_classes)
+
+
+def _class_probabilities(pipe, X, n_classes: int) -> np.ndarray:
+    n = len(X)
+    try:
+        proba = pipe.predict_proba(X)
+    except Exception:  # no predict_proba (AttributeError), or one that refuses (e.g. SVC(probability=False))
+        proba = None
+    if proba is None:
+        return _one_hot_labels(pipe.predict(X), n, n_classes)
+    proba = np.asarray(proba, dtype=np.float64)
+    if proba.ndim != 2 or proba.shape[0] != n:
+        raise ValueError(f"predict_proba returned shape {proba.shape} for {n} rows")
+    classes = getattr(_final_estimator(pipe), "classes_", None)
+    if classes is None:
+        if proba.shape[1] != n_classes:
+            raise ValueError(
+                f"predict_proba returned {proba.shape[1]} columns for {n_classes} classes and the model has "
+                f"no classes_ to align them"
+            )
+        classes = np.arange(n_classes)
+    classes = np.asarray(classes).reshape(-1)
+    cols = classes.astype(np.int64)
+    if len(cols) != proba.shape[1] or not np.array_equal(cols, classes) or cols.min() < 0 or cols.max() >= n_classes:
+        raise ValueError(f"cannot align predict_proba columns with classes_ {classes!r} for {n_classes} classes")
+    out = np.zeros((n, n_classes), dtype=np.float32)
+    out[:, cols] = proba  # classes missing from the training rows keep probability 0
+    return out
+
+
+def _regression_values(pipe, X) -> np.ndarray:
+    pred = np.asarray(pipe.predict(X), dtype=np.float64)
+    if pred.ndim == 2 and pred.shape[1] == 1:
+        pred = pred[:, 0]
+    if pred.shape != (len(X),):
+        raise ValueError(f"predict returned shape {pred.shape} for {len(X)} rows")
+    with np.errstate(over="ignore"):
+        return pred.astype(np.float32)
+
+
+def _error_text(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    head = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if len(text) > MAX_ERROR_CHARS:
+        text = "...\n" + text[-MAX_ERROR_CHARS:]
+    return f"{head}\n{text}"
+
+
+def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict) -> dict:
+    """Build, fit and predict one configuration; returns a plain dict (never raises Exception)."""
+    start = time.perf_counter()
+    try:
+        np.random.seed(seed % (2**32))
+        random.seed(seed)
+        pipe = build_pipeline(build, config, splits.X_train, seed)
+        model = pipe.steps[-1][1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence and similar chatter of candidate models
+            pipe.fit(splits.X_train, splits.y_train)
+            preds = []
+            for X in (splits.X_val, splits.X_test):
+                if X is None:
+                    preds.append(None)
+                elif task == "classification":
+                    preds.append(_class_probabilities(pipe, X, n_classes))
+                else:
+                    preds.append(_regression_values(pipe, X))
+        name = type(_final_estimator(model)).__name__
+        return {"ok": True, "val_pred": preds[0], "test_pred": preds[1], "model": name,
+                "seconds": time.perf_counter() - start}
+    except (Exception, SystemExit) as exc:
+        return {"ok": False, "error": _error_text(exc), "seconds": time.perf_counter() - start,
+                "restart": isinstance(exc, MemoryError)}
+
+
+def _set_memory_limit(megabytes: int) -> None:
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return
+    limit = int(megabytes) * 1024 * 1024
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _worker_main(conn, build, splits, task, n_classes, seed, memory_limit_mb) -> None:
+    """Worker loop: announce readiness, then serve ``(task id, config)`` until told to stop or orphaned."""
+    if memory_limit_mb:
+        _set_memory_limit(memory_limit_mb)
+    try:
+        conn.send(("ready", os.getpid()))
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):  # the parent is gone
+                return
+            if msg is None:
+                return
+            task_id, config = msg
+            result = _fit_predict(build, splits, task, n_classes, seed, config)
+            try:
+                conn.send((task_id, result))
+            except (EOFError, OSError, BrokenPipeError):
+                return
+            except Exception as exc:  # the result would not pickle
+                conn.send((task_id, {"ok": False, "error": "could not send the result back: " + _error_text(exc),
+                                     "seconds": result.get("seconds", 0.0)}))
+            if result.get("restart"):
+                return
+    finally:
+        conn.close()
+
+
+def _describe_exit(code: Optional[int]) -> str:
+    if code is None:
+        return "worker process stopped responding"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (possibly killed for using too much memory)" if -code == getattr(signal, "SIGKILL", 9) else ""
+        return f"worker process was killed by {name}{hint}"
+    return f"worker process exited with code {code}"
+
+
+def _stop_process(proc, conn) -> None:
+    """End a worker: polite stop request if idle, then terminate, then kill; always reaps it."""
+    try:
+        if conn is not None:
+            conn.close()
+    except OSError:
+        pass
+    if proc is None:
+        return
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(KILL_GRACE)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(KILL_GRACE)
+    if proc.exitcode is not None and hasattr(proc, "close"):
+        proc.close()
+
+
+#: Workers alive in this process; ended by an atexit hook registered after multiprocessing's own, so it runs
+#: first (multiprocessing joins non-daemon children at exit, which would wait on an idle worker forever).
+_LIVE_WORKERS: "set[_Worker]" = set()
+
+
+class _Worker:
+    """One worker process and the parent's end of its pipe.
+
+    Not a daemon process: daemonic processes may not start children, which would silently turn
+    ``n_jobs`` of joblib-based models into 1.
+    """
+
+    def __init__(self, ctx, args):
+        parent_conn, child_conn = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child_conn,) + args, name="optdiv-evaluator")
+        self.proc.start()
+        _LIVE_WORKERS.add(self)
+        child_conn.close()  # so the parent sees EOF when the worker dies
+        self.conn = parent_conn
+        self.ready = False
+        self.busy = False  # a task was sent and its answer not yet received
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.is_alive()
+
+    def receive(self, timeout: float):
+        """Next message, or ``("timeout", None)`` / ``("dead", exitcode)``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout", None
+            ready = wait([self.conn, self.proc.sentinel], timeout=left)
+            if not ready:
+                return "timeout", None
+            if self.conn in ready:
+                try:
+                    msg = self.conn.recv()
+                    self.busy = False
+                    return "msg", msg
+                except (EOFError, OSError):
+                    pass
+                except Exception as exc:  # a message that cannot be unpickled here
+                    return "bad", _error_text(exc)
+            # the sentinel fired, or the pipe reached EOF: the worker has died
+            self.proc.join(KILL_GRACE)
+            return "dead", self.proc.exitcode
+
+    def stop(self) -> None:
+        _LIVE_WORKERS.discard(self)
+        proc, conn, self.proc, self.conn = self.proc, self.conn, None, None
+        if proc is not None and conn is not None and not self.busy and proc.is_alive():
+            try:
+                conn.send(None)  # idle worker: ask it to leave on its own
+                proc.join(0.5)
+            except (OSError, EOFError):
+                pass
+        _stop_process(proc, conn)
+
+
+def _shutdown(holder: list) -> None:
+    if holder and holder[0] is not None:
+        worker, holder[0] = holder[0], None
+        worker.stop()
+
+
+@atexit.register
+def _stop_all_workers() -> None:
+    for worker in list(_LIVE_WORKERS):
+        worker.stop()
+
+
+class Evaluator:
+    """Evaluate configurations on fixed splits, each fit in a worker process under ``time_limit`` seconds.
+
+    ``build(config, seed)`` returns an unfitted scikit-learn estimator; it must be a top-level function
+    of an importable module. ``metric`` is ``error`` (alias ``accuracy``), ``log_loss`` or ``brier`` for
+    classification and ``mse`` or ``mae`` for regression. ``n_classes`` defaults to one more than the
+    largest class index in the splits. ``memory_limit_mb`` caps the worker's address space
+    (``RLIMIT_AS``, Linux/macOS only; it also counts the data and thread stacks, so leave headroom).
+
+    Not thread-safe: use one evaluator per thread. Call :meth:`close` (or use ``with``) to end the
+    worker early; otherwise it ends when the evaluator is garbage-collected or at interpreter exit.
+    """
+
+    def __init__(
+        self,
+        build: Callable[[dict, int], Any],
+        splits,
+        task: str,
+        metric: str,
+        n_classes: Optional[int] = None,
+        time_limit: float = 120.0,
+        seed: int = 0,
+        memory_limit_mb: Optional[int] = None,
+        in_process: bool = False,
+        start_method: str = "spawn",
+    ):
+        if task not in ("classification", "regression"):
+            raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}")
+        self.metric = normalize_metric(metric)
+        allowed = CLASSIFICATION_LOSSES if task == "classification" else REGRESSION_LOSSES
+        if self.metric not in allowed:
+            raise ValueError(f"metric {metric!r} does not fit a {task} task; choose one of {', '.join(allowed)}")
+        if not (time_limit > 0):
+            raise ValueError(f"time_limit must be positive; got {time_limit}")
+        if task == "classification" and n_classes is None:
+            ys = [np.asarray(y) for y in (splits.y_train, splits.y_val, splits.y_test) if y is not None]
+            n_classes = int(max(int(y.max()) for y in ys if y.size)) + 1
+        if not in_process:
+            try:
+                pickle.dumps(build)
+            except Exception as exc:
+                raise TypeError(
+                    f"build must be picklable by reference (a top-level function of an importable module) "
+                    f"to run in a worker process: {exc}"
+                ) from None
+        self.build = build
+        self.splits = splits
+        self.task = task
+        self.n_classes = n_classes
+        self.time_limit = float(time_limit)
+        self.seed = int(seed)
+        self.memory_limit_mb = memory_limit_mb
+        self.in_process = in_process
+        self.start_method = start_method
+        self.worker_starts = 0  # how many worker processes were started (restarts included)
+        self._holder: list = [None]
+        self._task_counter = 0
+        self._finalizer = weakref.finalize(self, _shutdown, self._holder)
+
+    # -- public -------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the worker now (otherwise the first :meth:`evaluate` does); a no-op in process."""
+        if not self.in_process:
+            self._ensure_worker()
+
+    def close(self) -> None:
+        """End the worker process, if any. The evaluator stays usable: a later evaluate restarts it."""
+        _shutdown(self._holder)
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def evaluate(self, config: dict, index: int) -> Observation:
+        """Fit ``config`` and return its :class:`Observation`; never raises for a failing model."""
+        config = dict(config)
+        started = time.perf_counter()
+        try:
+            if self.in_process:
+                result = _fit_predict(self.build, self.splits, self.task, self.n_classes, self.seed, config)
+                return self._observation(config, index, result)
+            return self._evaluate_in_worker(config, index)
+        except Exception as exc:  # a failure of the machinery itself: still an observation, never a raise
+            if not self.in_process:
+                self.close()
+            return self._failed(config, index, "failed", "evaluator error: " + _error_text(exc),
+                                time.perf_counter() - started)
+
+    # -- internals ----------------------------------------------------------------------------------
+
+    def _ensure_worker(self) -> Optional[str]:
+        """Start a worker when none is alive; returns an error text when it cannot be started."""
+        worker = self._holder[0]
+        if worker is not None and worker.ready and worker.alive():
+            return None
+        self.close()
+        ctx = multiprocessing.get_context(self.start_method)
+        args = (self.build, self.splits, self.task, self.n_classes, self.seed, self.memory_limit_mb)
+        worker = _Worker(ctx, args)
+        self._holder[0] = worker
+        self.worker_starts += 1
+        kind, payload = worker.receive(START_TIMEOUT)
+        if kind == "msg" and isinstance(payload, tuple) and payload and payload[0] == "ready":
+            worker.ready = True
+            return None
+        self.close()
+        if kind == "timeout":
+            return f"worker process did not start within {START_TIMEOUT:.0f} s"
+        if kind == "dead":
+            return (f"{_describe_exit(payload)} while starting (is the build function importable, and is the "
+                    f"main script guarded by if __name__ == '__main__'?)")
+        return f"worker process sent an unexpected first message: {payload!r}"[:MAX_ERROR_CHARS]
+
+    def _evaluate_in_worker(self, config: dict, index: int) -> Observation:
+        problem = self._ensure_worker()
+        if problem is not None:
+            return self._failed(config, index, "failed", problem, 0.0)
+        worker = self._holder[0]
+        self._task_counter += 1
+        task_id = self._task_counter
+        sent = time.perf_counter()
+        try:
+            worker.busy = True
+            worker.conn.send((task_id, config))
+        except Exception as exc:  # unpicklable config, or a worker that just died
+            self.close()
+            return self._failed(config, index, "failed", "could not send the configuration to the worker: "
+                                + _error_text(exc), 0.0)
+        kind, payload = worker.receive(self.time_limit)
+        waited = time.perf_counter() - sent
+        if kind == "timeout":
+            self.close()
+            return self._failed(config, index, "timeout",
+                                f"exceeded the time limit of {self.time_limit:g} s (worker ended)", waited)
+        if kind == "dead":
+            self.close()
+            return self._failed(config, index, "failed", _describe_exit(payload) + " during the evaluation", waited)
+        if kind == "bad":
+            self.close()
+            return self._failed(config, index, "failed", "unreadable result from the worker: " + payload, waited)
+        got_id, result = payload
+        if got_id != task_id:
+            self.close()
+            return self._failed(config, index, "failed", f"worker answered task {got_id} for task {task_id}", waited)
+        if result.get("restart"):
+            self.close()
+        return self._observation(config, index, result)
+
+    def _failed(self, config, index, status, error, seconds) -> Observation:
+        return Observation(
+            config=config, status=status, val_loss=WORST_LOSS[self.metric], test_loss=None,
+            fit_seconds=float(seconds), error=error, index=int(index), algorithm=algorithm_of(config),
+        )
+
+    def _observation(self, config: dict, index: int, result: dict) -> Observation:
+        seconds = float(result.get("seconds", 0.0))
+        if not result.get("ok"):
+            return self._failed(config, index, "failed", result.get("error") or "unknown error", seconds)
+        val, test = result["val_pred"], result["test_pred"]
+        for name, arr in (("validation", val), ("test", test)):
+            if arr is not None and not np.all(np.isfinite(arr)):
+                return self._failed(config, index, "failed", f"{name} predictions contain NaN or inf values", seconds)
+        algorithm = algorithm_of(config) or str(result.get("model", ""))
+        val_loss = float(mean_loss(val, self.splits.y_val, self.metric))
+        test_loss = None
+        if test is not None and self.splits.y_test is not None:
+            test_loss = float(mean_loss(test, self.splits.y_test, self.metric))
+        if not math.isfinite(val_loss):
+            return self._failed(config, index, "failed", f"validation {self.metric} is not finite", seconds)
+        return Observation(
+            config=config, status="ok", val_loss=val_loss, test_loss=test_loss, fit_seconds=seconds, error=None,
+            val_pred=val, test_pred=test, index=int(index), algorithm=algorithm,
+        )

@@ -1,0 +1,296 @@
+"""A run directory: settings, an append-only observation log and prediction arrays, crash-safe.
+
+Layout::
+
+    RUN/
+      meta.json              settings of the run, written once; a resumed run must match them
+      observations.jsonl     one JSON object per observation (no predictions inline), append-only
+      preds/00007_val.npy    float32 validation predictions of observation 7
+      preds/00007_test.npy   float32 test predictions of observation 7
+      result.json ...        other documents, written with :meth:`RunStore.write_json`
+
+Crash safety: every file except the log is written to a temporary name in its own directory, flushed,
+fsynced and moved into place with ``os.replace``, so a reader sees the old file or the new one, never
+half of one. For an observation, its arrays are written **before** its log line, so a complete log line
+always has its arrays. A crash while appending leaves at most a torn last line (no trailing newline):
+:meth:`RunStore.load` ignores it and the next :meth:`RunStore.append` cuts it off before writing.
+A log line whose arrays are missing (deleted by hand) is skipped with a warning.
+
+One writer per run directory at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, List, Optional, Union
+
+import numpy as np
+
+from .evaluator import Observation
+
+LOG_NAME = "observations.jsonl"
+META_NAME = "meta.json"
+PREDS_DIR = "preds"
+
+
+class RunStoreError(ValueError):
+    """A run directory cannot be used as asked (e.g. resumed with different settings)."""
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Plain JSON types for ``obj``: numpy scalars and arrays become Python numbers and lists, tuples
+    become lists, paths become strings, and non-finite floats become ``None`` (JSON has no NaN)."""
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if obj is None or isinstance(obj, str):
+        return obj
+    return str(obj)
+
+
+def _fsync_dir(directory: Path) -> None:
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(str(directory), os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write ``path`` through ``write(binary file)`` via a fsynced temporary file and ``os.replace``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, str(path))
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Union[str, os.PathLike], obj: Any) -> None:
+    text = json.dumps(to_jsonable(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    _atomic_write(Path(path), lambda fh: fh.write(text.encode("utf-8")))
+
+
+def atomic_save_npy(path: Union[str, os.PathLike], array: np.ndarray) -> None:
+    _atomic_write(Path(path), lambda fh: np.save(fh, np.asarray(array), allow_pickle=False))
+
+
+class RunStore:
+    """Read and append the observations of one run directory (created when missing)."""
+
+    def __init__(self, directory: Union[str, os.PathLike]):
+        self.directory = Path(directory)
+        self.preds_dir = self.directory / PREDS_DIR
+        self.log_path = self.directory / LOG_NAME
+        self.meta_path = self.directory / META_NAME
+        if self.directory.exists() and not self.directory.is_dir():
+            raise RunStoreError(f"run directory {str(self.directory)!r} exists and is not a directory")
+        self.preds_dir.mkdir(parents=True, exist_ok=True)
+
+    # -- settings -----------------------------------------------------------------------------------
+
+    def read_meta(self) -> Optional[dict]:
+        if not self.meta_path.exists():
+            return None
+        with open(self.meta_path, "r", encoding="utf-8") as fh:
+            return json.load(fh)
+
+    def write_meta(self, settings: dict, ignore: Iterable[str] = ()) -> None:
+        """Write ``meta.json`` for a new run; for an existing one, check the settings match instead."""
+        if self.meta_path.exists():
+            self.check_meta(settings, ignore=ignore)
+            return
+        atomic_write_json(self.meta_path, settings)
+
+    def check_meta(self, settings: dict, ignore: Iterable[str] = ()) -> None:
+        """Raise :class:`RunStoreError` listing every setting that differs from the stored ``meta.json``
+        (keys in ``ignore`` may differ, e.g. a budget extended on resume)."""
+        stored = self.read_meta()
+        if stored is None:
+            raise RunStoreError(f"run directory {str(self.directory)!r} has no {META_NAME} to check against")
+        now = to_jsonable(settings)
+        skip = set(ignore)
+        diffs = []
+        for key in sorted(set(stored) | set(now)):
+            if key in skip:
+                continue
+            if key not in now:
+                diffs.append(f"{key}: stored {stored[key]!r}, now missing")
+            elif key not in stored:
+                diffs.append(f"{key}: not stored, now {now[key]!r}")
+            elif stored[key] != now[key]:
+                diffs.append(f"{key}: stored {stored[key]!r}, now {now[key]!r}")
+        if diffs:
+            raise RunStoreError(
+                f"cannot resume run {str(self.directory)!r}: its settings differ ({'; '.join(diffs)}); "
+                f"use a new run directory or the original settings"
+            )
+
+    # -- observations -------------------------------------------------------------------------------
+
+    def pred_path(self, index: int, part: str) -> Path:
+        return self.preds_dir / f"{int(index):05d}_{part}.npy"
+
+    def append(self, obs: Observation) -> None:
+        """Persist one observation: its arrays first (atomically), then its log line (fsynced)."""
+        record = self._record(obs)
+        for part, arr in (("val", obs.val_pred), ("test", obs.test_pred)):
+            if arr is not None:
+                atomic_save_npy(self.pred_path(obs.index, part), np.asarray(arr, dtype=np.float32))
+                record[f"{part}_pred"] = f"{PREDS_DIR}/{self.pred_path(obs.index, part).name}"
+        line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
+        self._repair_log()
+        with open(self.log_path, "ab") as fh:
+            fh.write(line.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def load(self, predictions: bool = True) -> List[Observation]:
+        """All complete observations in log order (a torn last line and lines without arrays skipped)."""
+        out = []
+        for record in self._records():
+            paths = {}
+            for part in ("val", "test"):
+                rel = record.get(f"{part}_pred")
+                if rel:
+                    paths[part] = self.directory / rel
+            lost = [str(p) for p in paths.values() if not p.exists()]
+            if lost:
+                warnings.warn(
+                    f"{self.log_path}: skipping observation {record.get('index')}: prediction file(s) missing: "
+                    f"{', '.join(lost)}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                continue
+            arrays = {part: np.load(str(p), allow_pickle=False) if predictions else None for part, p in paths.items()}
+            out.append(
+                Observation(
+                    config=record.get("config", {}),
+                    status=record["status"],
+                    val_loss=float(record["val_loss"]),
+                    test_loss=None if record.get("test_loss") is None else float(record["test_loss"]),
+                    fit_seconds=float(record.get("fit_seconds") or 0.0),
+                    error=record.get("error"),
+                    val_pred=arrays.get("val"),
+                    test_pred=arrays.get("test"),
+                    index=int(record["index"]),
+                    algorithm=record.get("algorithm", ""),
+                )
+            )
+        return out
+
+    def __len__(self) -> int:
+        return len(self.load(predictions=False))
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        """Write ``name`` (e.g. ``result.json``) in the run directory atomically; returns its path."""
+        path = self.directory / name
+        atomic_write_json(path, obj)
+        return path
+
+    def read_json(self, name: str) -> Any:
+        with open(self.directory / name, "r", encoding="utf-8") as fh:
+            return json.load(fh)
+
+    # -- internals ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _record(obs: Observation) -> dict:
+        val_loss = float(obs.val_loss)
+        if not math.isfinite(val_loss):
+            raise ValueError(f"observation {obs.index}: val_loss must be finite (got {val_loss})")
+        return {
+            "index": int(obs.index),
+            "algorithm": str(obs.algorithm or ""),
+            "status": str(obs.status),
+            "val_loss": val_loss,
+            "test_loss": to_jsonable(obs.test_loss),
+            "fit_seconds": to_jsonable(obs.fit_seconds),
+            "error": obs.error,
+            "config": to_jsonable(dict(obs.config)),
+            "val_pred": None,
+            "test_pred": None,
+        }
+
+    def _records(self) -> List[dict]:
+        if not self.log_path.exists():
+            return []
+        with open(self.log_path, "rb") as fh:
+            data = fh.read()
+        lines = data.split(b"\n")
+        # the piece after the last newline is empty, or a torn line from a crash mid-append: ignored
+        complete = lines[:-1]
+        records = []
+        for number, raw in enumerate(complete, 1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+                if not isinstance(record, dict) or "index" not in record or "status" not in record:
+                    raise ValueError("not an observation record")
+            except ValueError as exc:
+                warnings.warn(f"{self.log_path}:{number}: skipping unreadable line ({exc})", RuntimeWarning,
+                              stacklevel=3)
+                continue
+            records.append(record)
+        return records
+
+    def _repair_log(self) -> None:
+        """Cut a torn last line (bytes after the last newline) left by a crash during an append."""
+        if not self.log_path.exists():
+            return
+        with open(self.log_path, "rb+") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+            pos = size
+            keep = 0
+            while pos > 0:  # scan back in blocks for the last newline
+                step = min(65536, pos)
+                pos -= step
+                fh.seek(pos)
+                block = fh.read(step)
+                nl = block.rfind(b"\n")
+                if nl >= 0:
+                    keep = pos + nl + 1
+                    break
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())

@@ -1,0 +1,110 @@
+"""Builders for the evaluator tests: top-level, so a spawned worker can import them by reference."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+
+def logreg(config, seed):
+    return make_pipeline(StandardScaler(), LogisticRegression(C=config.get("C", 1.0), max_iter=500, random_state=seed))
+
+
+def ridge(config, seed):
+    return Ridge(alpha=config.get("alpha", 1.0))
+
+
+class MajorityLabel(BaseEstimator, ClassifierMixin):
+    """Predicts the most frequent training label; has no predict_proba."""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        self.label_ = np.bincount(y).argmax()
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.label_)
+
+
+class RefusingProba(MajorityLabel):
+    """Has predict_proba, but it raises (like SVC(probability=False))."""
+
+    def predict_proba(self, X):
+        raise NotImplementedError("predict_proba is not available when probability=False")
+
+
+class Sleeper(MajorityLabel):
+    def __init__(self, seconds=0.0):
+        self.seconds = seconds
+
+    def fit(self, X, y):
+        time.sleep(self.seconds)
+        return super().fit(X, y)
+
+
+class NaNProba(MajorityLabel):
+    def predict_proba(self, X):
+        return np.full((len(X), len(self.classes_)), np.nan)
+
+
+class Exiter(MajorityLabel):
+    def fit(self, X, y):
+        os._exit(3)
+
+
+class Raiser(MajorityLabel):
+    def fit(self, X, y):
+        raise ValueError("boom: this configuration cannot be fitted")
+
+
+class Hog(MajorityLabel):
+    """Reserves ``gib`` GiB of address space without touching it (no real memory used without a limit)."""
+
+    def __init__(self, gib=16):
+        self.gib = gib
+
+    def fit(self, X, y):
+        self.blob_ = np.empty(int(self.gib * 1024**3) // 8)
+        return super().fit(X, y)
+
+
+def majority(config, seed):
+    return MajorityLabel()
+
+
+def refusing(config, seed):
+    return RefusingProba()
+
+
+def sleeper(config, seed):
+    return Sleeper(config.get("sleep", 0.0))
+
+
+def nan_proba(config, seed):
+    return NaNProba()
+
+
+def exiter(config, seed):
+    return Exiter()
+
+
+def raiser(config, seed):
+    return Raiser()
+
+
+def hog(config, seed):
+    return Hog(config.get("gib", 16))
+
+
+def by_name(config, seed):
+    """Dispatch on config["algorithm"], so one worker can serve every kind of model."""
+    return {
+        "logreg": logreg, "majority": majority, "refusing": refusing, "sleeper": sleeper, "nan": nan_proba,
+        "exit": exiter, "raise": raiser, "hog": hog, "ridge": ridge,
+    }[config["algorithm"]](config, seed)

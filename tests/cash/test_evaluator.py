@@ -1,0 +1,166 @@
+"""The evaluator: predictions, losses and every kind of failure, with fits in a worker process."""
+
+import math
+import sys
+import time
+
+import builders
+import numpy as np
+import pytest
+from sklearn.metrics import log_loss
+from sklearn.pipeline import Pipeline
+
+from optdiv.cash.data import load_dataset, make_preprocessor, split
+from optdiv.cash.evaluator import WORST_LOSS, Evaluator, Observation, worst_loss
+from optdiv.core.metrics import mean_loss
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    return split(load_dataset("sklearn:breast_cancer"), seed=0)
+
+
+@pytest.fixture(scope="module")
+def worker(cancer):
+    """One worker-backed evaluator shared by the tests below (restarts are part of what they check)."""
+    ev = Evaluator(builders.by_name, cancer, "classification", "log_loss", n_classes=2, time_limit=60, seed=0)
+    yield ev
+    ev.close()
+
+
+def _failed(obs: Observation, status="failed"):
+    assert obs.status == status and not obs.ok
+    assert obs.val_pred is None and obs.test_pred is None and obs.test_loss is None
+    assert obs.val_loss == WORST_LOSS["log_loss"] and math.isfinite(obs.val_loss)
+    assert obs.error
+
+
+def test_ok_logistic_regression_matches_direct_fit(worker, cancer):
+    obs = worker.evaluate({"algorithm": "logreg", "C": 0.5}, index=7)
+    assert obs.status == "ok" and obs.error is None and obs.index == 7 and obs.algorithm == "logreg"
+    assert obs.val_pred.dtype == np.float32 and obs.val_pred.shape == (len(cancer.y_val), 2)
+    assert obs.test_pred.dtype == np.float32 and obs.test_pred.shape == (len(cancer.y_test), 2)
+    np.testing.assert_allclose(obs.val_pred.sum(1), 1, atol=1e-5)
+    assert obs.fit_seconds > 0
+
+    direct = Pipeline([("prep", make_preprocessor(cancer.X_train)), ("model", builders.logreg({"C": 0.5}, 0))])
+    direct.fit(cancer.X_train, cancer.y_train)
+    p = direct.predict_proba(cancer.X_val)
+    np.testing.assert_allclose(obs.val_pred, p, atol=1e-5)
+    q = obs.val_pred.astype(np.float64)
+    assert obs.val_loss == pytest.approx(log_loss(cancer.y_val, q / q.sum(1, keepdims=True), labels=[0, 1]), rel=1e-5)
+    assert obs.val_loss == pytest.approx(log_loss(cancer.y_val, p), rel=1e-4)
+    assert obs.test_loss == pytest.approx(float(mean_loss(obs.test_pred, cancer.y_test, "log_loss")))
+
+
+@pytest.mark.parametrize("algorithm", ["majority", "refusing"])
+def test_label_only_model_gives_one_hot(worker, cancer, algorithm):
+    obs = worker.evaluate({"algorithm": algorithm}, index=1)
+    assert obs.status == "ok"
+    assert obs.val_pred.shape == (len(cancer.y_val), 2)
+    assert set(np.unique(obs.val_pred)) == {0.0, 1.0}
+    np.testing.assert_array_equal(obs.val_pred.sum(1), 1)
+    majority = np.bincount(cancer.y_train).argmax()
+    assert (obs.val_pred[:, majority] == 1).all()
+
+
+def test_exception_is_a_failed_observation(worker):
+    obs = worker.evaluate({"algorithm": "raise"}, index=2)
+    _failed(obs)
+    assert obs.error.startswith("ValueError: boom: this configuration cannot be fitted")
+    assert "Traceback" in obs.error and "builders.py" in obs.error
+    assert obs.algorithm == "raise"
+
+
+def test_nan_predictions_fail(worker):
+    obs = worker.evaluate({"algorithm": "nan"}, index=3)
+    _failed(obs)
+    assert "NaN or inf" in obs.error
+
+
+def test_timeout_then_next_evaluation_works(worker):
+    starts = worker.worker_starts
+    worker.time_limit = 2.0
+    try:
+        t0 = time.perf_counter()
+        obs = worker.evaluate({"algorithm": "sleeper", "sleep": 30}, index=4)
+        elapsed = time.perf_counter() - t0
+    finally:
+        worker.time_limit = 60
+    _failed(obs, "timeout")
+    assert "time limit of 2 s" in obs.error
+    assert 2.0 <= elapsed < 2.0 + 5
+    assert 2.0 <= obs.fit_seconds < 2.0 + 5
+    after = worker.evaluate({"algorithm": "logreg"}, index=5)
+    assert after.status == "ok" and worker.worker_starts == starts + 1
+
+
+def test_worker_crash_is_a_failed_observation(worker):
+    starts = worker.worker_starts
+    obs = worker.evaluate({"algorithm": "exit"}, index=6)
+    _failed(obs)
+    assert "exited with code 3" in obs.error
+    assert worker.evaluate({"algorithm": "majority"}, index=7).status == "ok"
+    assert worker.worker_starts == starts + 1
+
+
+def test_worker_is_reused_and_close_restarts(worker):
+    worker.evaluate({"algorithm": "majority"}, index=8)
+    starts = worker.worker_starts
+    for i in range(3):
+        assert worker.evaluate({"algorithm": "majority"}, index=9 + i).ok
+    assert worker.worker_starts == starts
+    worker.close()
+    assert worker.evaluate({"algorithm": "majority"}, index=12).ok
+    assert worker.worker_starts == starts + 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is enforced on Linux")
+def test_memory_limit_regression_in_worker():
+    d = load_dataset("sklearn:diabetes")
+    s = split(d, seed=0)
+    with Evaluator(builders.by_name, s, "regression", "mse", time_limit=60, memory_limit_mb=8192) as ev:
+        obs = ev.evaluate({"algorithm": "hog", "gib": 16}, index=0)  # address space only, never touched
+        assert obs.status == "failed" and "MemoryError" in obs.error and obs.val_loss == WORST_LOSS["mse"]
+        ok = ev.evaluate({"algorithm": "ridge", "alpha": 0.1}, index=1)
+        assert ok.status == "ok" and ev.worker_starts == 2  # replaced after the MemoryError
+    assert ok.val_pred.dtype == np.float32 and ok.val_pred.shape == (len(s.y_val),)
+    assert ok.val_loss == pytest.approx(np.mean((ok.val_pred.astype(np.float64) - s.y_val) ** 2), rel=1e-5)
+    assert ok.algorithm == "ridge"
+
+
+def test_class_missing_from_training_rows_keeps_all_columns():
+    d = load_dataset("sklearn:iris")
+    s = split(d, seed=0)
+    keep = s.y_train != 2
+    s.X_train, s.y_train = s.X_train[keep].reset_index(drop=True), s.y_train[keep]
+    ev = Evaluator(builders.logreg, s, "classification", "brier", n_classes=3, in_process=True)
+    obs = ev.evaluate({}, index=0)
+    assert obs.status == "ok" and obs.val_pred.shape == (len(s.y_val), 3)
+    assert (obs.val_pred[:, 2] == 0).all()
+    np.testing.assert_allclose(obs.val_pred.sum(1), 1, atol=1e-5)
+    assert obs.algorithm == "LogisticRegression"  # no algorithm key: the model's class name
+
+
+def test_in_process_records_failures_without_raising(cancer):
+    ev = Evaluator(builders.by_name, cancer, "classification", "accuracy", in_process=True)
+    assert ev.metric == "error" and ev.n_classes == 2
+    obs = ev.evaluate({"algorithm": "raise"}, index=0)
+    assert obs.status == "failed" and obs.val_loss == 1.0 and "boom" in obs.error
+    ok = ev.evaluate({"algorithm": "logreg"}, index=1)
+    assert ok.val_loss == pytest.approx(np.mean(ok.val_pred.argmax(1) != cancer.y_val))
+
+
+def test_constructor_checks(cancer):
+    with pytest.raises(ValueError, match=r"metric 'mse' does not fit a classification task"):
+        Evaluator(builders.logreg, cancer, "classification", "mse")
+    with pytest.raises(ValueError, match=r"unknown loss 'auc'"):
+        Evaluator(builders.logreg, cancer, "classification", "auc")
+    with pytest.raises(TypeError, match=r"picklable by reference"):
+        Evaluator(lambda config, seed: None, cancer, "classification", "error")
+
+
+def test_worst_losses_are_finite():
+    assert worst_loss("accuracy") == 1.0 and worst_loss("brier") == 2.0
+    assert worst_loss("log_loss") == pytest.approx(34.538776, rel=1e-6)
+    assert all(math.isfinite(v) for v in WORST_LOSS.values())
