@@ -1,4 +1,4 @@
-"""The ``optdiv`` command."""
+"""The ``optdiv`` command: ``run`` a search, ``predict`` with its saved model, ``demo`` the core."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from optdiv import __version__
 
 #: Subcommands that later releases add; listed so users see where the tool is going.
 PLANNED = {
-    "run": "search a CASH space with rs/bo/divbo/optdivbo and build the final ensemble",
-    "predict": "predict with a saved optdiv model",
     "bench": "run the papers' experiments",
     "report": "write the papers' tables from bench results",
 }
@@ -25,19 +23,139 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"optdiv {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="search a CASH space and build the final ensemble")
+    run.add_argument("--data", required=True, help="file.csv, sklearn:NAME or openml:ID")
+    run.add_argument("--target", help="target column of a CSV (default: 'target', else the last column)")
+    run.add_argument("--task", default="auto", choices=["auto", "classification", "regression"])
+    run.add_argument("--metric", help="error (default), log_loss, brier | mse (default), mae")
+    run.add_argument("--method", default="optdivbo", help="rs, bo, divbo, optdivbo; a '-' suffix skips the ensemble")
+    run.add_argument("--space", default="autosklearn", help="autosklearn or autogluon")
+    run.add_argument("--budget", type=int, default=50, help="number of evaluations")
+    run.add_argument("--time-budget", type=float, help="wall-time budget of the whole search in seconds")
+    run.add_argument("--time-limit", type=float, default=120.0, help="wall-time limit of one evaluation")
+    run.add_argument("--ensemble", default="caruana", choices=["caruana", "agnostic_bayes"])
+    run.add_argument("--ensemble-size", type=int, default=25)
+    run.add_argument("--refit", action="store_true", help="refit the members on train+validation")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--out", help="run directory for the log, predictions, result.json and model.joblib")
+    run.add_argument("--resume", action="store_true", help="continue the run stored in --out")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    predict = sub.add_parser("predict", help="predict with a saved model.joblib")
+    predict.add_argument("model")
+    predict.add_argument("data", help="CSV with the training columns (a target column is ignored)")
+    predict.add_argument("--output", help="write predictions to this CSV instead of printing them")
+    predict.add_argument("--proba", action="store_true", help="class probabilities instead of labels")
+
     demo = sub.add_parser("demo", help="ensembles over a model library on breast_cancer (no download)")
     demo.add_argument("--seed", type=int, default=0)
     return parser
 
 
+class ProgressBar:
+    """A one-line text progress bar on stderr; no dependency, safe when stderr is not a terminal."""
+
+    def __init__(self, stream=sys.stderr, width: int = 30):
+        self.stream = stream
+        self.width = width
+        self.best = float("inf")
+        self.failed = 0
+
+    def __call__(self, done: int, total: Optional[int], obs) -> None:
+        if obs.status == "ok":
+            self.best = min(self.best, obs.val_loss)
+        else:
+            self.failed += 1
+        frac = done / total if total else 0.0
+        filled = int(self.width * frac)
+        bar = "#" * filled + "-" * (self.width - filled)
+        of = f"/{total}" if total else ""
+        line = f"\r[{bar}] {done}{of} best val {self.best:.4f} failed {self.failed} last {obs.algorithm}"
+        self.stream.write(line[:120].ljust(120))
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _run(args) -> int:
+    from optdiv.cash.engine import run
+
+    bar = None if args.quiet else ProgressBar()
+    try:
+        _, summary = run(
+            args.data,
+            target=args.target,
+            task=args.task,
+            out=args.out,
+            resume=args.resume,
+            seed=args.seed,
+            method=args.method,
+            metric=args.metric,
+            space=args.space,
+            budget=args.budget,
+            time_budget=args.time_budget,
+            time_limit=args.time_limit,
+            ensemble=args.ensemble,
+            ensemble_size=args.ensemble_size,
+            refit=args.refit,
+            progress=bar,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    members = ", ".join(f"{m['algorithm']} x{m['weight']:.2f}" for m in summary["ensemble"])
+    print(
+        f"{summary['method']} on {summary['dataset']} ({summary['task']}, {summary['metric']}): "
+        f"{summary['n_evaluations']} evaluations, {summary['n_failed']} failed; "
+        f"val {summary['val_error']:.4f}, test {summary['test_error']:.4f}; ensemble: {members}"
+    )
+    if args.out:
+        print(f"wrote {args.out}/result.json and {args.out}/model.joblib")
+    return 0
+
+
+def _predict(args) -> int:
+    import joblib
+    import numpy as np
+    import pandas as pd
+
+    model = joblib.load(args.model)
+    frame = pd.read_csv(args.data)
+    extra = [c for c in frame.columns if c not in model.columns]
+    if extra:  # e.g. the target column of a labelled file
+        print(f"optdiv: ignoring columns the model was not trained on: {', '.join(map(str, extra))}", file=sys.stderr)
+        frame = frame.drop(columns=extra)
+    if args.proba:
+        out = pd.DataFrame(model.predict_proba(frame), columns=[f"proba_{c}" for c in model.classes_])
+    else:
+        out = pd.DataFrame({"prediction": np.asarray(model.predict(frame))})
+    if args.output:
+        out.to_csv(args.output, index=False)
+        print(f"wrote {len(out)} predictions to {args.output}")
+    else:
+        out.to_csv(sys.stdout, index=False)
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        from optdiv.bench.demo import format_demo, run_demo
+    try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "predict":
+            return _predict(args)
+        if args.command == "demo":
+            from optdiv.bench.demo import format_demo, run_demo
 
-        print(format_demo(run_demo(seed=args.seed)))
-        return 0
+            print(format_demo(run_demo(seed=args.seed)))
+            return 0
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:
+        print(f"optdiv: error: {exc}", file=sys.stderr)
+        return 2
     parser.print_help()
     return 0
 

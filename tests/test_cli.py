@@ -34,3 +34,57 @@ def test_console_entry_point_runs_demo():
         [sys.executable, "-m", "optdiv.cli", "demo"], capture_output=True, text=True, timeout=300, check=True
     )
     assert "test error" in out.stdout
+
+
+def _run_cli(*args, timeout=600, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "optdiv.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
+
+
+def test_run_and_predict_on_a_csv(tmp_path):
+    import json
+
+    import pandas as pd
+    from sklearn.datasets import load_breast_cancer
+
+    csv = tmp_path / "bc.csv"
+    load_breast_cancer(as_frame=True).frame.sample(200, random_state=0).rename(columns={"target": "label"}).to_csv(
+        csv, index=False
+    )
+    out = tmp_path / "run"
+    done = _run_cli("run", "--data", str(csv), "--target", "label", "--method", "optdivbo", "--budget", "6",
+                    "--time-limit", "60", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "test" in done.stdout and "6/6" in done.stderr  # summary line and the progress bar
+    result = json.loads((out / "result.json").read_text())
+    assert result["n_evaluations"] == 6 and result["task"] == "classification"
+    assert 0.0 <= result["test_error"] <= 1.0
+    preds = tmp_path / "preds.csv"
+    done = _run_cli("predict", str(out / "model.joblib"), str(csv), "--output", str(preds))
+    assert done.returncode == 0, done.stderr
+    assert "ignoring columns" in done.stderr and "label" in done.stderr
+    labels = pd.read_csv(preds)["prediction"]
+    assert len(labels) == 200 and set(labels) <= {0, 1}
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--method", "smac"], "unknown method 'smac'"),
+        (["--metric", "auc"], "unknown classification metric 'auc'"),
+        (["--space", "weka"], "weka"),
+        (["--target", "nope"], "target column 'nope' not found"),
+        (["--data", "missing.csv"], "missing.csv"),
+        (["--data", "weka:1"], "weka:1"),
+    ],
+)
+def test_run_bad_input_gives_one_clear_error(tmp_path, args, message):
+    import pandas as pd
+
+    csv = tmp_path / "small.csv"
+    pd.DataFrame({"a": range(40), "b": [0.5] * 40, "target": [0, 1] * 20}).to_csv(csv, index=False)
+    done = _run_cli("run", "--data", str(csv), "--budget", "1", "--quiet", *args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,230 @@
+"""The standalone CASH engine: search loop, budgets, resume, final ensemble and result.json."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Union
+
+import numpy as np
+
+from optdiv.cash.data import Splits, split
+from optdiv.cash.evaluator import Evaluator, build_pipeline
+from optdiv.cash.final_ensemble import EnsembleModel, best_single, choose_members, weighted_prediction
+from optdiv.cash.optimizers import Optimizer, parse_method
+from optdiv.cash.spaces import SearchSpace, get_space
+from optdiv.cash.store import RunStore
+from optdiv.core.metrics import mean_loss
+
+CLASSIFICATION_METRICS = {"error": "error", "accuracy": "error", "log_loss": "log_loss", "brier": "brier"}
+REGRESSION_METRICS = {"mse": "mse", "mae": "mae"}
+
+
+def resolve_metric(metric: Optional[str], task: str) -> str:
+    """The loss a metric name stands for; defaults are error (classification) and mse (regression)."""
+    table = CLASSIFICATION_METRICS if task == "classification" else REGRESSION_METRICS
+    if metric is None:
+        return "error" if task == "classification" else "mse"
+    if metric not in table:
+        raise ValueError(f"unknown {task} metric {metric!r}; choose one of {', '.join(table)}")
+    return table[metric]
+
+
+@dataclass
+class SearchResult:
+    history: List
+    member_indices: List[int]
+    weights: np.ndarray
+    val_loss: float
+    test_loss: Optional[float]
+    suggest_seconds: List[float]
+    total_seconds: float
+    space: Optional[SearchSpace] = None
+    model: Optional[EnsembleModel] = None
+    info: Dict = field(default_factory=dict)
+
+
+def search(
+    splits: Splits,
+    task: str,
+    n_classes: Optional[int] = None,
+    method: str = "optdivbo",
+    metric: Optional[str] = None,
+    space: Union[str, SearchSpace] = "autosklearn",
+    budget: Optional[int] = 50,
+    time_budget: Optional[float] = None,
+    time_limit: float = 120.0,
+    seed: int = 0,
+    store: Optional[RunStore] = None,
+    ensemble: str = "caruana",
+    ensemble_size: int = 25,
+    refit: bool = False,
+    classes=None,
+    columns: Optional[List[str]] = None,
+    progress: Optional[Callable[[int, Optional[int], object], None]] = None,
+    optimizer_options: Optional[Dict] = None,
+) -> SearchResult:
+    """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the ensemble.
+
+    With a ``store`` that already holds observations (a resumed run) the loop continues after them.
+    """
+    if budget is None and time_budget is None:
+        raise ValueError("give a budget in evaluations, in seconds, or both")
+    if budget is not None and budget < 1:
+        raise ValueError("budget must be at least 1 evaluation")
+    base, with_ensemble = parse_method(method)
+    loss = resolve_metric(metric, task)
+    space = get_space(space, task) if isinstance(space, str) else space
+    optimizer = Optimizer(space, method, loss, seed=seed, **(optimizer_options or {}))
+    evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed)
+    history = store.load() if store is not None else []
+    suggest_seconds: List[float] = []
+    start = time.perf_counter()
+    try:
+        while (budget is None or len(history) < budget) and (
+            time_budget is None or time.perf_counter() - start < time_budget
+        ):
+            suggestion = optimizer.suggest(history, y_val=splits.y_val)
+            suggest_seconds.append(suggestion.seconds)
+            obs = evaluator.evaluate(suggestion.config, index=len(history))
+            if store is not None:
+                store.append(obs)
+            history.append(obs)
+            if progress is not None:
+                progress(len(history), budget, obs)
+    finally:
+        evaluator.close()
+    if with_ensemble:
+        members, weights = choose_members(history, splits.y_val, loss, ensemble, ensemble_size, seed)
+    else:
+        members, weights = best_single(history)
+    val_pred = weighted_prediction([history[i].val_pred for i in members], weights)
+    result = SearchResult(
+        history=history,
+        member_indices=members,
+        weights=weights,
+        val_loss=float(mean_loss(val_pred, splits.y_val, loss)),
+        test_loss=None,
+        suggest_seconds=suggest_seconds,
+        total_seconds=time.perf_counter() - start,
+        space=space,
+        info={"method": method, "base_method": base, "metric": loss, "space": space.name},
+    )
+    if splits.X_test is not None:
+        if refit:
+            model = fit_model(result, space, splits, task, classes, columns, seed, refit=True)
+            test_pred = _model_prediction(model, splits.X_test, task)
+        else:
+            test_pred = weighted_prediction([history[i].test_pred for i in members], weights)
+            model = None
+        result.test_loss = float(mean_loss(test_pred, splits.y_test, loss))
+        result.model = model
+    return result
+
+
+def fit_model(result: SearchResult, space, splits: Splits, task, classes, columns, seed, refit=False) -> EnsembleModel:
+    """Refit the chosen members (on train, or train+validation with ``refit``) into one predictor."""
+    X, y = splits.X_train, splits.y_train
+    if refit:
+        import pandas as pd
+
+        X = pd.concat([splits.X_train, splits.X_val], axis=0)
+        y = np.concatenate([splits.y_train, splits.y_val])
+    members, info = [], []
+    for i, weight in zip(result.member_indices, result.weights):
+        obs = result.history[i]
+        pipe = build_pipeline(space.build, obs.config, X, seed)
+        pipe.fit(X, y)
+        members.append(pipe)
+        info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss})
+    columns = list(columns) if columns is not None else list(X.columns)
+    return EnsembleModel(members, result.weights, task, classes, columns, info)
+
+
+def _model_prediction(model: EnsembleModel, X, task: str) -> np.ndarray:
+    return model.predict_proba(X) if task == "classification" else model.predict(X)
+
+
+def result_summary(result: SearchResult, dataset_name: str, task: str) -> Dict:
+    """The result.json schema."""
+    history = result.history
+    return {
+        "method": result.info["method"],
+        "dataset": dataset_name,
+        "task": task,
+        "metric": result.info["metric"],
+        "space": result.info["space"],
+        "n_evaluations": len(history),
+        "n_failed": sum(obs.status != "ok" for obs in history),
+        "val_error": result.val_loss,
+        "test_error": result.test_loss,
+        "ensemble": [
+            {
+                "index": i,
+                "weight": float(w),
+                "algorithm": history[i].algorithm,
+                "val_error": history[i].val_loss,
+                "config": history[i].config,
+            }
+            for i, w in zip(result.member_indices, result.weights)
+        ],
+        "suggest_seconds": [round(s, 6) for s in result.suggest_seconds],
+        "total_seconds": result.total_seconds,
+    }
+
+
+def run(
+    data,
+    target: Optional[str] = None,
+    task: str = "auto",
+    out: Optional[str] = None,
+    resume: bool = False,
+    seed: int = 0,
+    **options,
+):
+    """Load data, split 60/20/20, search, save ``result.json`` and ``model.joblib`` under ``out``."""
+    import joblib
+
+    from optdiv.cash.data import load_dataset
+
+    dataset = load_dataset(data, target=target, task=task)
+    splits = split(dataset, seed=seed)
+    store = None
+    if out is not None:
+        store = RunStore(out)
+        settings = {
+            "data": str(data),
+            "target": target,
+            "task": dataset.task,
+            "seed": seed,
+            **{k: v for k, v in options.items() if k in _STORED_OPTIONS},
+        }
+        if resume:
+            store.check_meta(settings, ignore=("budget",))  # a resumed run may extend its budget
+        elif len(store) > 0:
+            raise FileExistsError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
+        else:
+            store.write_meta(settings)
+    n_classes = None if dataset.classes is None else len(dataset.classes)
+    result = search(
+        splits,
+        dataset.task,
+        n_classes=n_classes,
+        seed=seed,
+        store=store,
+        classes=dataset.classes,
+        columns=list(dataset.X.columns),
+        **options,
+    )
+    if result.model is None:
+        result.model = fit_model(
+            result, result.space, splits, dataset.task, dataset.classes, list(dataset.X.columns), seed
+        )
+    summary = result_summary(result, dataset.name, dataset.task)
+    if store is not None:
+        store.write_json("result.json", summary)
+        joblib.dump(result.model, store.directory / "model.joblib")
+    return result, summary
+
+
+_STORED_OPTIONS = ("method", "metric", "space", "budget", "time_limit", "ensemble", "ensemble_size", "refit")

@@ -1,0 +1,134 @@
+"""scikit-learn estimators that run an optdiv search inside ``fit``.
+
+``OptDivClassifier().fit(X, y)`` splits off a stratified validation set (or takes ``X_val``/``y_val``),
+searches the chosen space with DivBO/OptDivBO, and keeps the final ensemble refit on the training part
+(or on train+validation with ``refit=True``). Parameters are plain constructor arguments, so
+``get_params``, ``clone``, grid search and pickling work as for any scikit-learn estimator.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+
+from optdiv.cash.data import Splits, check_predict_columns, from_xy, split_train_validation
+from optdiv.cash.engine import fit_model, search
+
+
+class _OptDivEstimator(BaseEstimator):
+    _task = ""
+
+    def __init__(
+        self,
+        method: str = "optdivbo",
+        space="autosklearn",
+        metric: Optional[str] = None,
+        budget: Optional[int] = 50,
+        time_budget: Optional[float] = None,
+        time_limit: float = 120.0,
+        ensemble: str = "caruana",
+        ensemble_size: int = 25,
+        refit: bool = False,
+        validation_size: float = 0.25,
+        seed: int = 0,
+    ):
+        self.method = method
+        self.space = space
+        self.metric = metric
+        self.budget = budget
+        self.time_budget = time_budget
+        self.time_limit = time_limit
+        self.ensemble = ensemble
+        self.ensemble_size = ensemble_size
+        self.refit = refit
+        self.validation_size = validation_size
+        self.seed = seed
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Search, then keep the ensemble; ``X_val``/``y_val`` replace the internal validation split."""
+        if (X_val is None) != (y_val is None):
+            raise ValueError("pass both X_val and y_val, or neither")
+        data = from_xy(X, y, task=self._task, name=type(self).__name__)
+        if X_val is None:
+            splits = split_train_validation(data, seed=self.seed, val_size=self.validation_size)
+        else:
+            val = from_xy(X_val, y_val, task=self._task, name="validation", classes=data.classes)
+            check_predict_columns(list(data.X.columns), val.X)
+            splits = Splits(data.X, data.y, val.X[list(data.X.columns)], val.y, None, None)
+        n_classes = None if data.classes is None else len(data.classes)
+        result = search(
+            splits,
+            self._task,
+            n_classes=n_classes,
+            method=self.method,
+            metric=self.metric,
+            space=self.space,
+            budget=self.budget,
+            time_budget=self.time_budget,
+            time_limit=self.time_limit,
+            seed=self.seed,
+            ensemble=self.ensemble,
+            ensemble_size=self.ensemble_size,
+            classes=data.classes,
+            columns=list(data.X.columns),
+        )
+        self.ensemble_ = fit_model(
+            result, result.space, splits, self._task, data.classes, list(data.X.columns), self.seed, refit=self.refit
+        )
+        self.result_ = result
+        self.weights_ = np.asarray(result.weights)
+        self.members_ = self.ensemble_.info
+        self.val_loss_ = result.val_loss
+        self.feature_names_in_ = np.asarray(data.X.columns, dtype=object)
+        self.n_features_in_ = len(data.X.columns)
+        if data.classes is not None:
+            self.classes_ = np.asarray(data.classes)
+        return self
+
+    @property
+    def history_(self):
+        """One row per evaluation: index, algorithm, status, val_loss, fit_seconds, config."""
+        import pandas as pd
+
+        self._check_fitted()
+        rows = [
+            {
+                "index": obs.index,
+                "algorithm": obs.algorithm,
+                "status": obs.status,
+                "val_loss": obs.val_loss,
+                "fit_seconds": obs.fit_seconds,
+                "in_ensemble": obs.index in set(self.result_.member_indices),
+                "config": obs.config,
+            }
+            for obs in self.result_.history
+        ]
+        return pd.DataFrame(rows)
+
+    def _check_fitted(self):
+        if not hasattr(self, "ensemble_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+
+    def predict(self, X):
+        self._check_fitted()
+        return self.ensemble_.predict(X)
+
+
+class OptDivClassifier(ClassifierMixin, _OptDivEstimator):
+    """Classifier whose ``fit`` searches for a diverse ensemble; ``score`` is accuracy."""
+
+    _task = "classification"
+
+    def predict_proba(self, X):
+        self._check_fitted()
+        return self.ensemble_.predict_proba(X)
+
+
+class OptDivRegressor(RegressorMixin, _OptDivEstimator):
+    """Regressor whose ``fit`` searches for a diverse ensemble; ``score`` is R^2."""
+
+    _task = "regression"

@@ -1,0 +1,146 @@
+"""Suggestion strategies over a `SearchSpace`: random search, BO, DivBO and OptDivBO.
+
+Every suggestion is a pure function of (seed, history): the generators are seeded with the seed and
+the number of observations, so a resumed run suggests exactly what an uninterrupted run would.
+BO follows DivBO's loop: the first `n_initial` suggestions are random; afterwards a probabilistic
+random forest over the encoded configurations gives EI on `n_random` random plus `n_local`
+one-exchange neighbours of the best observations. DivBO/OptDivBO re-rank those candidates with
+the core's `DiversityAwareSelector`, the same object every host adapter uses.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from optdiv.core.selector import DiversityAwareSelector
+from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
+
+METHODS = ("rs", "bo", "divbo", "optdivbo")
+
+
+def parse_method(name: str):
+    """Split a method name into (base, post_hoc_ensemble): ``divbo-`` is DivBO without an ensemble."""
+    base = name[:-1] if name.endswith("-") else name
+    if base not in METHODS:
+        known = ", ".join(METHODS + tuple(m + "-" for m in METHODS))
+        raise ValueError(f"unknown method {name!r}; choose one of {known}")
+    return base, not name.endswith("-")
+
+
+@dataclass
+class Suggestion:
+    config: Dict
+    seconds: float
+    info: Dict = field(default_factory=dict)
+
+
+class Optimizer:
+    """Suggests the next configuration from the history of observations."""
+
+    def __init__(
+        self,
+        space,
+        method: str,
+        metric: str,
+        seed: int = 0,
+        n_initial: int = 5,
+        n_random: int = 4950,
+        n_local: int = 50,
+        n_trees: int = 50,
+        selector_options: Optional[Dict] = None,
+    ):
+        self.space = space
+        self.method, _ = parse_method(method)
+        self.metric = metric
+        self.seed = int(seed)
+        self.n_initial = n_initial
+        self.n_random = n_random
+        self.n_local = n_local
+        self.n_trees = n_trees
+        self.selector_options = dict(selector_options or {})
+
+    def suggest(self, history: Sequence, y_val: Optional[np.ndarray] = None) -> Suggestion:
+        """Next configuration; `history` holds Observations (config, status, val_loss, val_pred)."""
+        start = time.perf_counter()
+        step = len(history)
+        rng = np.random.default_rng([self.seed, step])
+        seen = {_key(obs.config) for obs in history}
+        if self.method == "rs" or step < self.n_initial:
+            config = self._random_unseen(rng, seen)
+            return Suggestion(config, time.perf_counter() - start, {"strategy": "random"})
+        candidates = self._candidates(history, rng, seen)
+        if not candidates:
+            config = self._random_unseen(rng, seen)
+            return Suggestion(config, time.perf_counter() - start, {"strategy": "random (space exhausted)"})
+        cand_x = self.space.encode(candidates)
+        obs_x = self.space.encode([obs.config for obs in history])
+        losses = _losses_with_failures(history)
+        forest = ProbabilisticRandomForest(n_trees=self.n_trees, seed=int(rng.integers(2**31)))
+        forest.fit(obs_x, losses)
+        mean, var = forest.predict(cand_x)
+        ei = expected_improvement(mean, var, float(losses.min()))
+        info: Dict = {"strategy": self.method}
+        if self.method == "bo":
+            index = int(np.argmax(ei))
+        else:
+            index, info = self._diversity_choice(history, obs_x, cand_x, ei, y_val, rng, info)
+        return Suggestion(candidates[index], time.perf_counter() - start, info)
+
+    def _diversity_choice(self, history, obs_x, cand_x, ei, y_val, rng, info):
+        ok = [i for i, obs in enumerate(history) if obs.val_pred is not None]
+        if y_val is None:
+            raise ValueError("DivBO/OptDivBO need the validation targets (y_val) to measure diversity")
+        if len(ok) < 2:
+            return int(np.argmax(ei)), {**info, "diversity": "off (fewer than 2 successful runs)"}
+        selector = DiversityAwareSelector(
+            method=self.method, metric=self.metric, seed=int(rng.integers(2**31)), **self.selector_options
+        )
+        preds = np.stack([history[i].val_pred for i in ok])
+        choice = selector.select(cand_x, ei, obs_x[ok], preds, y_val, t=len(history))
+        info = {
+            **info,
+            "weight": float(choice.weight),
+            "pool": [int(ok[i]) for i in np.asarray(choice.pool_indices)],
+            "ei_rank": float(choice.perf_rank[choice.index]),
+        }
+        return int(choice.index), info
+
+    def _random_unseen(self, rng, seen, tries: int = 20) -> Dict:
+        for _ in range(tries):
+            config = self.space.sample(1, seed=int(rng.integers(2**31)))[0]
+            if _key(config) not in seen:
+                return config
+        return config  # a tiny space may be exhausted: re-evaluating beats stopping
+
+    def _candidates(self, history, rng, seen) -> List[Dict]:
+        pool = self.space.sample(self.n_random, seed=int(rng.integers(2**31)))
+        ranked = sorted(
+            (obs for obs in history if obs.status == "ok"), key=lambda obs: (obs.val_loss, obs.index)
+        )
+        per_parent = max(1, self.n_local // max(1, min(5, len(ranked))))
+        for obs in ranked[:5]:
+            pool.extend(self.space.neighbours(obs.config, per_parent, rng))
+        unique, keys = [], set(seen)
+        for config in pool:
+            key = _key(config)
+            if key not in keys:
+                keys.add(key)
+                unique.append(config)
+        return unique
+
+
+def _losses_with_failures(history) -> np.ndarray:
+    """Validation losses; failed runs get the worst successful loss, so they repel without distorting the fit."""
+    losses = np.array([obs.val_loss for obs in history], dtype=np.float64)
+    ok = np.array([obs.status == "ok" and np.isfinite(obs.val_loss) for obs in history])
+    worst = losses[ok].max() if ok.any() else 1.0
+    losses[~ok] = worst
+    return losses
+
+
+def _key(config: Dict) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in config.items()))

@@ -1,0 +1,310 @@
+"""scikit-learn version shims and the few small components the built-in spaces need.
+
+Everything here runs on scikit-learn 0.24 (Python 3.9, auto-sklearn's environment) up to 1.9.
+Version differences are handled by small factory functions, never by pinning:
+
+* AdaBoost: ``base_estimator`` before 1.2, ``estimator`` after; ``algorithm`` removed in 1.8
+  (optdiv always uses SAMME, the only algorithm left in new versions);
+* LogisticRegression: ``penalty`` deprecated in 1.8 in favour of ``l1_ratio``; liblinear no longer
+  fits multiclass problems in 1.8 (wrapped in one-vs-rest, which is what it did before);
+* HistGradientBoosting: behind ``sklearn.experimental`` before 1.0; ``class_weight`` from 1.2;
+* FastICA: ``whiten=True`` became ``"unit-variance"`` (1.1);
+* FeatureAgglomeration: ``affinity`` became ``metric`` (1.2; ``affinity`` removed in 1.4);
+* KernelPCA: ``eigen_solver="randomized"`` from 1.0 (keeps a 10k-row fit bounded);
+* LinearSVC/LinearSVR: ``dual`` default became ``"auto"`` (1.5); always passed explicitly.
+
+All classes are defined at module level so fitted pipelines pickle.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+import sklearn
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.feature_selection import (
+    GenericUnivariateSelect,
+    SelectPercentile,
+    chi2,
+    f_classif,
+    f_regression,
+    mutual_info_classif,
+    mutual_info_regression,
+)
+
+try:  # scikit-learn >= 1.0
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+except ImportError:  # pragma: no cover - scikit-learn 0.24
+    from sklearn.experimental import enable_hist_gradient_boosting  # noqa: F401
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+
+def _parse_version(text: str) -> tuple:
+    parts = []
+    for piece in text.split(".")[:2]:
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+SK_VERSION = _parse_version(sklearn.__version__)
+
+
+def _accepts(cls, param: str) -> bool:
+    try:
+        return param in inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return False
+
+
+# --------------------------------------------------------------------------- small shims
+def bool_of(value) -> bool:
+    """Categorical booleans are stored as the strings "True"/"False" (portable across ConfigSpace)."""
+    if isinstance(value, str):
+        return value == "True"
+    return bool(value)
+
+
+def adaboost_classifier(base, n_estimators, learning_rate, random_state):
+    from sklearn.ensemble import AdaBoostClassifier
+
+    kwargs = dict(n_estimators=int(n_estimators), learning_rate=float(learning_rate), random_state=random_state)
+    if _accepts(AdaBoostClassifier, "estimator"):
+        kwargs["estimator"] = base
+    else:  # scikit-learn < 1.2
+        kwargs["base_estimator"] = base
+    if _accepts(AdaBoostClassifier, "algorithm") and SK_VERSION < (1, 6):
+        kwargs["algorithm"] = "SAMME"  # deprecated in 1.6 and gone in 1.8, where SAMME is the only one
+    return AdaBoostClassifier(**kwargs)
+
+
+def logistic_regression(penalty, C, tol, solver, class_weight, random_state, max_iter=1000):
+    """L1/L2 logistic regression on every scikit-learn version."""
+    from sklearn.linear_model import LogisticRegression
+
+    kwargs = dict(C=float(C), tol=float(tol), solver=solver, class_weight=class_weight,
+                  random_state=random_state, max_iter=int(max_iter))
+    init = inspect.signature(LogisticRegression.__init__).parameters
+    if "penalty" in init and init["penalty"].default == "deprecated":  # scikit-learn >= 1.8
+        kwargs["l1_ratio"] = 1.0 if penalty == "l1" else 0.0
+    else:
+        kwargs["penalty"] = penalty
+    model = LogisticRegression(**kwargs)
+    if solver == "liblinear" and SK_VERSION >= (1, 8):
+        # liblinear refuses multiclass targets from 1.8 on; before, it fitted one-vs-rest itself.
+        from sklearn.multiclass import OneVsRestClassifier
+
+        return OneVsRestClassifier(model)
+    return model
+
+
+def hist_gradient_boosting(task, learning_rate, min_samples_leaf, max_leaf_nodes, l2_regularization,
+                           early_stop, n_iter_no_change, validation_fraction, max_iter, class_weight,
+                           random_state):
+    """auto-sklearn's HistGradientBoosting with its ``early_stop`` in {off, valid, train}."""
+    cls = HistGradientBoostingClassifier if task == "classification" else HistGradientBoostingRegressor
+    kwargs = dict(
+        learning_rate=float(learning_rate),
+        min_samples_leaf=int(min_samples_leaf),
+        max_leaf_nodes=int(max_leaf_nodes),
+        l2_regularization=float(l2_regularization),
+        max_iter=int(max_iter),
+        max_bins=255,
+        tol=1e-7,
+        random_state=random_state,
+    )
+    if early_stop == "off":
+        kwargs["early_stopping"] = False
+    else:
+        kwargs["early_stopping"] = True
+        kwargs["n_iter_no_change"] = int(n_iter_no_change)
+        kwargs["validation_fraction"] = float(validation_fraction) if early_stop == "valid" else None
+        kwargs["scoring"] = "loss"
+    if class_weight is not None and _accepts(cls, "class_weight"):  # scikit-learn >= 1.2
+        kwargs["class_weight"] = class_weight
+    return cls(**kwargs)
+
+
+def fast_ica(n_components, algorithm, whiten, fun, random_state):
+    from sklearn.decomposition import FastICA
+
+    if whiten:
+        whiten_arg = "unit-variance" if SK_VERSION >= (1, 1) else True
+        n = int(n_components)
+    else:
+        whiten_arg, n = False, None
+    return FastICA(n_components=n, algorithm=algorithm, whiten=whiten_arg, fun=fun,
+                   max_iter=200, random_state=random_state)
+
+
+def kernel_pca(n_components, kernel, gamma, degree, coef0, random_state):
+    from sklearn.decomposition import KernelPCA
+
+    kwargs = dict(n_components=int(n_components), kernel=kernel, gamma=gamma, degree=int(degree),
+                  coef0=float(coef0), remove_zero_eig=True, random_state=random_state)
+    if SK_VERSION >= (1, 0):
+        kwargs["eigen_solver"] = "randomized"
+    return KernelPCA(**kwargs)
+
+
+def feature_agglomeration(n_clusters, metric, linkage, pooling):
+    pooling_func = {"mean": np.mean, "median": np.median, "max": np.max}[pooling]
+    kwargs = dict(n_clusters=int(n_clusters), linkage=linkage, pooling_func=pooling_func)
+    if _accepts(ClampedFeatureAgglomeration, "metric"):
+        kwargs["metric"] = metric
+    else:  # scikit-learn < 1.2
+        kwargs["affinity"] = metric
+    return ClampedFeatureAgglomeration(**kwargs)
+
+
+# --------------------------------------------------------------------------- score functions
+def chi2_nonnegative(X, y):
+    """chi2 on X clipped at 0 (chi2 needs non-negative features; auto-sklearn clips the same way)."""
+    return chi2(np.maximum(X, 0), y)
+
+
+def score_function(name: str, task: str, random_state=None):
+    if name == "chi2":
+        return chi2_nonnegative
+    if name == "f_classif":
+        return f_classif
+    if name == "f_regression":
+        return f_regression
+    if name == "mutual_info":
+        func = mutual_info_classif if task == "classification" else mutual_info_regression
+        return functools.partial(func, random_state=random_state)
+    raise ValueError("unknown score function %r" % name)
+
+
+# --------------------------------------------------------------------------- components
+class _AtLeastOneFeature:
+    """Univariate selectors that would keep no column keep the best-scoring one instead."""
+
+    def _get_support_mask(self):
+        mask = super()._get_support_mask()
+        if not mask.any():
+            mask = mask.copy()
+            scores = np.nan_to_num(np.asarray(self.scores_, dtype=np.float64), nan=-np.inf)
+            mask[int(np.argmax(scores))] = True
+        return mask
+
+
+class SafeSelectPercentile(_AtLeastOneFeature, SelectPercentile):
+    """``SelectPercentile`` that always keeps at least one feature."""
+
+
+class SafeGenericUnivariateSelect(_AtLeastOneFeature, GenericUnivariateSelect):
+    """``GenericUnivariateSelect`` that always keeps at least one feature."""
+
+
+class _ExponentMaxFeatures:
+    """Forests whose ``max_features`` is an exponent e in [0, 1]: a split looks at
+    ``max(1, int(n_features ** e))`` features (auto-sklearn's and VolcanoML's convention;
+    e = 0.5 is the usual sqrt rule). The constructor value is kept, so ``clone`` works."""
+
+    def fit(self, X, y, sample_weight=None):
+        exponent = self.max_features
+        n_features = X.shape[1]
+        self.max_features = max(1, int(n_features ** float(exponent)))
+        try:
+            return super().fit(X, y, sample_weight=sample_weight)
+        finally:
+            self.max_features = exponent
+
+
+def _forest(name):
+    from sklearn import ensemble
+
+    base = getattr(ensemble, name)
+    return type(name, (_ExponentMaxFeatures, base), {"__module__": __name__, "__doc__": base.__doc__})
+
+
+RandomForestClassifier = _forest("RandomForestClassifier")
+RandomForestRegressor = _forest("RandomForestRegressor")
+ExtraTreesClassifier = _forest("ExtraTreesClassifier")
+ExtraTreesRegressor = _forest("ExtraTreesRegressor")
+
+
+def _clamped(base, param, offset=0):
+    """Subclass of ``base`` whose ``param`` is clamped to ``n_features - offset`` at fit time."""
+
+    def fit(self, X, y=None, **kwargs):
+        wanted = getattr(self, param)
+        setattr(self, param, max(1, min(int(wanted), X.shape[1] - offset)))
+        try:
+            return base.fit(self, X, y, **kwargs)
+        finally:
+            setattr(self, param, wanted)
+
+    def fit_transform(self, X, y=None, **kwargs):
+        wanted = getattr(self, param)
+        setattr(self, param, max(1, min(int(wanted), X.shape[1] - offset)))
+        try:
+            return base.fit_transform(self, X, y, **kwargs)
+        finally:
+            setattr(self, param, wanted)
+
+    return fit, fit_transform
+
+
+def _make_clamped(base_path, param, offset):
+    module, _, name = base_path.rpartition(".")
+    base = getattr(__import__(module, fromlist=[name]), name)
+    fit, fit_transform = _clamped(base, param, offset)
+    return type("Clamped" + name, (base,), {
+        "__module__": __name__,
+        "__doc__": "%s whose %s is clamped to the number of input features at fit time." % (name, param),
+        "fit": fit,
+        "fit_transform": fit_transform,
+    })
+
+
+# TruncatedSVD needs n_components < n_features; FeatureAgglomeration n_clusters <= n_features.
+ClampedTruncatedSVD = _make_clamped("sklearn.decomposition.TruncatedSVD", "n_components", 1)
+ClampedFeatureAgglomeration = _make_clamped("sklearn.cluster.FeatureAgglomeration", "n_clusters", 0)
+
+
+class PolynomialInteractions(TransformerMixin, BaseEstimator):
+    """Original features plus polynomial terms of the ``top_k`` most relevant ones.
+
+    Bounded version of VolcanoML's polynomial generator: it ranks features by a univariate
+    F-test (VolcanoML used LightGBM importances) and expands only the best ``top_k`` (25 for
+    degree 2, 10 for degree 3), so the output stays at a few hundred extra columns whatever
+    the input width.
+    """
+
+    def __init__(self, degree=2, interaction_only=False, task="classification", top_k=None):
+        self.degree = degree
+        self.interaction_only = interaction_only
+        self.task = task
+        self.top_k = top_k
+
+    def fit(self, X, y=None):
+        from sklearn.preprocessing import PolynomialFeatures
+
+        X = np.asarray(X, dtype=np.float64)
+        k = self.top_k if self.top_k is not None else (25 if int(self.degree) <= 2 else 10)
+        k = max(1, min(int(k), X.shape[1]))
+        if y is None or X.shape[1] <= k:
+            order = np.arange(X.shape[1])
+        else:
+            score = f_classif if self.task == "classification" else f_regression
+            with np.errstate(all="ignore"):
+                scores = np.nan_to_num(score(X, y)[0], nan=-np.inf)
+            order = np.argsort(-scores, kind="mergesort")
+        self.columns_ = np.sort(order[:k])
+        self.poly_ = PolynomialFeatures(degree=int(self.degree), interaction_only=bool(self.interaction_only),
+                                        include_bias=False).fit(X[:, self.columns_])
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def transform(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        expanded = self.poly_.transform(X[:, self.columns_])[:, len(self.columns_):]
+        return np.hstack([X, expanded])

@@ -1,0 +1,138 @@
+"""The search loop end to end on a tiny space: methods, failures, resume, result.json, bad input."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes
+from tiny_space import tiny_space
+
+from optdiv.cash.data import DataError, from_frame, split
+from optdiv.cash.engine import resolve_metric, run, search
+from optdiv.cash.optimizers import Optimizer, parse_method
+from optdiv.cash.store import RunStore, RunStoreError
+
+FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
+
+
+def _breast_cancer(rows=300):
+    bunch = load_breast_cancer(as_frame=True)
+    frame = bunch.frame.sample(rows, random_state=0)
+    return from_frame(frame, target="target", name="breast_cancer")
+
+
+def _diabetes(rows=300):
+    frame = load_diabetes(as_frame=True).frame.sample(rows, random_state=0)
+    return from_frame(frame, target="target", task="regression", name="diabetes")
+
+
+@pytest.fixture(scope="module")
+def cls_splits():
+    return split(_breast_cancer(), seed=0)
+
+
+@pytest.mark.parametrize("method", ["rs", "bo", "divbo", "optdivbo", "optdivbo-"])
+def test_each_method_finishes_and_beats_chance(cls_splits, method):
+    result = search(
+        cls_splits, "classification", n_classes=2, method=method, space=tiny_space("classification"),
+        budget=9, seed=1, optimizer_options=FAST,
+    )
+    assert len(result.history) == 9
+    assert sum(result.weights) == pytest.approx(1.0)
+    assert result.test_loss < 0.2  # breast_cancer: a majority guess errs on ~37%
+    if method.endswith("-"):
+        assert len(result.member_indices) == 1
+    assert len(result.suggest_seconds) == 9
+
+
+def test_diversity_methods_use_the_selector_after_the_initial_design(cls_splits):
+    space = tiny_space("classification")
+    optimizer = Optimizer(space, "optdivbo", "error", seed=0, **FAST)
+    result = search(cls_splits, "classification", n_classes=2, method="optdivbo", space=space, budget=7,
+                    seed=0, optimizer_options=FAST)
+    history = result.history
+    suggestion = optimizer.suggest(history, y_val=cls_splits.y_val)
+    assert suggestion.info["strategy"] == "optdivbo"
+    assert 0 < suggestion.info["weight"] < 1
+    assert suggestion.info["pool"], "the pool of the ensemble so far is reported"
+    early = optimizer.suggest(history[:3], y_val=cls_splits.y_val)
+    assert early.info["strategy"] == "random"
+
+
+def test_regression_search(cls_splits):
+    splits = split(_diabetes(), seed=0)
+    result = search(splits, "regression", method="optdivbo", metric="mae", space=tiny_space("regression"),
+                    budget=8, seed=0, optimizer_options=FAST)
+    assert result.info["metric"] == "mae"
+    baseline = np.mean(np.abs(splits.y_test - splits.y_train.mean()))
+    assert result.test_loss < baseline
+
+
+def test_failures_are_recorded_and_the_search_goes_on(cls_splits):
+    result = search(cls_splits, "classification", n_classes=2, method="rs", space=tiny_space("classification", True),
+                    budget=12, seed=3, optimizer_options=FAST)
+    failed = [obs for obs in result.history if obs.status != "ok"]
+    assert failed, "the crash algorithm should have been sampled at least once in 12 draws"
+    assert all(obs.val_pred is None and obs.val_loss == 1.0 for obs in failed)
+    assert all("always fails" in obs.error for obs in failed)
+    assert all(result.history[i].status == "ok" for i in result.member_indices)
+
+
+def test_suggestions_are_deterministic_and_resume_exactly(tmp_path, cls_splits):
+    space = tiny_space("classification")
+    kwargs = dict(n_classes=2, method="divbo", space=space, seed=5, optimizer_options=FAST)
+    full = search(cls_splits, "classification", budget=9, store=RunStore(tmp_path / "a"), **kwargs)
+    store = RunStore(tmp_path / "b")
+    search(cls_splits, "classification", budget=6, store=store, **kwargs)
+    resumed = search(cls_splits, "classification", budget=9, store=RunStore(tmp_path / "b"), **kwargs)
+    assert [o.config for o in resumed.history] == [o.config for o in full.history]
+    assert [o.val_loss for o in resumed.history] == pytest.approx([o.val_loss for o in full.history])
+    assert resumed.member_indices == full.member_indices
+    assert len(resumed.suggest_seconds) == 3  # only the missing evaluations ran
+
+
+def test_run_writes_result_json_and_model(tmp_path):
+    csv = tmp_path / "bc.csv"
+    load_breast_cancer(as_frame=True).frame.sample(250, random_state=1).to_csv(csv, index=False)
+    out = tmp_path / "run"
+    result, summary = run(str(csv), target="target", out=str(out), seed=0, method="optdivbo",
+                          space=tiny_space("classification"), budget=7, optimizer_options=FAST)
+    saved = json.loads((out / "result.json").read_text())
+    for key in ("method", "dataset", "task", "metric", "n_evaluations", "n_failed", "val_error", "test_error",
+                "ensemble", "suggest_seconds", "total_seconds"):
+        assert key in saved
+    assert saved["n_evaluations"] == 7 and len(saved["suggest_seconds"]) == 7
+    assert {"config", "weight", "val_error"} <= set(saved["ensemble"][0])
+    import joblib
+
+    model = joblib.load(out / "model.joblib")
+    frame = pd.read_csv(csv).drop(columns=["target"])
+    proba = model.predict_proba(frame)
+    assert proba.shape == (250, 2) and np.allclose(proba.sum(1), 1.0)
+    with pytest.raises(DataError, match="columns at predict time differ"):
+        model.predict(frame.drop(columns=[frame.columns[0]]))
+    with pytest.raises(FileExistsError, match="--resume"):
+        run(str(csv), target="target", out=str(out), seed=0, method="optdivbo",
+            space=tiny_space("classification"), budget=7, optimizer_options=FAST)
+    with pytest.raises(RunStoreError, match="method"):
+        run(str(csv), target="target", out=str(out), resume=True, seed=0, method="bo",
+            space=tiny_space("classification"), budget=8, optimizer_options=FAST)
+
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: parse_method("smac"), "unknown method 'smac'"),
+        (lambda: resolve_metric("auc", "classification"), "unknown classification metric 'auc'"),
+        (lambda: resolve_metric("error", "regression"), "unknown regression metric 'error'"),
+    ],
+)
+def test_bad_names(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_unknown_space_is_named(cls_splits):
+    with pytest.raises(ValueError, match="nospace"):
+        search(cls_splits, "classification", n_classes=2, space="nospace", budget=1)

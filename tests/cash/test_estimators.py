@@ -1,0 +1,75 @@
+"""OptDivClassifier / OptDivRegressor honour the scikit-learn estimator contract."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.exceptions import NotFittedError
+from tiny_space import tiny_space
+
+from optdiv.cash.data import DataError
+from optdiv.cash.estimators import OptDivClassifier, OptDivRegressor
+
+
+@pytest.fixture(scope="module")
+def fitted_classifier():
+    x, y = load_breast_cancer(return_X_y=True)
+    labels = np.where(y == 1, "benign", "malignant")
+    clf = OptDivClassifier(space=tiny_space("classification"), budget=7, seed=0)
+    return clf.fit(x[:300], labels[:300]), x[300:], labels[300:]
+
+
+def test_classifier_fit_predict_score(fitted_classifier):
+    clf, x_test, y_test = fitted_classifier
+    assert set(clf.classes_) == {"benign", "malignant"}
+    assert set(clf.predict(x_test)) <= set(clf.classes_)
+    proba = clf.predict_proba(x_test)
+    assert proba.shape == (len(x_test), 2) and np.allclose(proba.sum(1), 1)
+    assert clf.score(x_test, y_test) > 0.85
+    assert clf.weights_.sum() == pytest.approx(1.0)
+    assert len(clf.members_) == len(clf.weights_) and "config" in clf.members_[0]
+    history = clf.history_
+    assert len(history) == 7 and {"algorithm", "status", "val_loss", "in_ensemble"} <= set(history.columns)
+    assert history["in_ensemble"].sum() == len(clf.weights_)
+
+
+def test_pickle_roundtrip_predicts_the_same(fitted_classifier):
+    clf, x_test, _ = fitted_classifier
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict_proba(x_test), clf.predict_proba(x_test))
+
+
+def test_get_params_and_clone():
+    clf = OptDivClassifier(method="divbo", budget=11, ensemble_size=7)
+    params = clf.get_params()
+    assert params["method"] == "divbo" and params["budget"] == 11 and params["ensemble_size"] == 7
+    twin = clone(clf)
+    assert twin.get_params() == params and twin is not clf
+    twin.set_params(budget=3)
+    assert twin.budget == 3 and clf.budget == 11
+
+
+def test_explicit_validation_set_and_regressor():
+    x, y = load_diabetes(return_X_y=True)
+    reg = OptDivRegressor(space=tiny_space("regression"), budget=6, seed=0, refit=True)
+    reg.fit(x[:250], y[:250], X_val=x[250:350], y_val=y[250:350])
+    assert reg.score(x[350:], y[350:]) > 0.2
+    assert reg.predict(x[350:]).shape == (len(x) - 350,)
+
+
+def test_errors_are_clear():
+    x, y = load_breast_cancer(return_X_y=True)
+    with pytest.raises(NotFittedError):
+        OptDivClassifier().predict(x)
+    with pytest.raises(ValueError, match="both X_val and y_val"):
+        OptDivClassifier(budget=1).fit(x, y, X_val=x)
+    with pytest.raises(DataError, match="single class"):
+        OptDivClassifier(budget=1).fit(x[:50], np.zeros(50))
+    with pytest.raises(DataError, match="at least 20"):
+        OptDivClassifier(budget=1).fit(x[:10], y[:10])
+    with pytest.raises(DataError, match="not seen in training"):
+        OptDivClassifier(budget=1, space=tiny_space("classification")).fit(
+            x[:100], y[:100], X_val=x[100:130], y_val=np.full(30, 7)
+        )
