@@ -256,14 +256,14 @@ def _preprocessors(task):
     out.append(c)
     c = Component("kitchen_sinks")
     c.float("gamma", *_GAMMA, default=1.0, log=True)
-    c.int("n_components", 50, 1000, 100, log=True)
+    c.int("n_components", 50, 500, 100, log=True)
     out.append(c)
     if task == "classification":
         c = Component("lda_decomposer")
         c.categorical("shrinkage", ["None", "auto"], "None")
         out.append(c)
     c = Component("nystroem_sampler")
-    _kernel_hps(c, ["poly", "rbf", "sigmoid", "cosine"], ["poly", "rbf", "sigmoid"], 0.1, (50, 1000, 100),
+    _kernel_hps(c, ["poly", "rbf", "sigmoid", "cosine"], ["poly", "rbf", "sigmoid"], 0.1, (50, 500, 100),
                 log_components=True)
     out.append(c)
     c = Component("pca")
