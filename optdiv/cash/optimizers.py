@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from optdiv.cash.cs_compat import config_to_dict
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 
@@ -72,12 +73,11 @@ class Optimizer:
         if self.method == "rs" or step < self.n_initial:
             config = self._random_unseen(rng, seen)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random"})
-        candidates = self._candidates(history, rng, seen)
+        obs_x = self.space.encode([obs.config for obs in history])
+        candidates, cand_x = self._candidates(history, obs_x, rng)
         if not candidates:
             config = self._random_unseen(rng, seen)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random (space exhausted)"})
-        cand_x = self.space.encode(candidates)
-        obs_x = self.space.encode([obs.config for obs in history])
         losses = _losses_with_failures(history)
         forest = ProbabilisticRandomForest(n_trees=self.n_trees, seed=int(rng.integers(2**31)))
         forest.fit(obs_x, losses)
@@ -88,7 +88,7 @@ class Optimizer:
             index = int(np.argmax(ei))
         else:
             index, info = self._diversity_choice(history, obs_x, cand_x, ei, y_val, rng, info)
-        return Suggestion(candidates[index], time.perf_counter() - start, info)
+        return Suggestion(config_to_dict(candidates[index]), time.perf_counter() - start, info)
 
     def _diversity_choice(self, history, obs_x, cand_x, ei, y_val, rng, info):
         ok = [i for i, obs in enumerate(history) if obs.val_pred is not None]
@@ -116,21 +116,25 @@ class Optimizer:
                 return config
         return config  # a tiny space may be exhausted: re-evaluating beats stopping
 
-    def _candidates(self, history, rng, seen) -> List[Dict]:
-        pool = self.space.sample(self.n_random, seed=int(rng.integers(2**31)))
+    def _candidates(self, history, obs_x: np.ndarray, rng):
+        """Random plus local candidates as ``Configuration`` objects and their encoding, minus
+        duplicates and configurations already evaluated (compared on the encoded vectors)."""
+        configs = list(self.space.sample_configurations(self.n_random, seed=int(rng.integers(2**31))))
         ranked = sorted(
             (obs for obs in history if obs.status == "ok"), key=lambda obs: (obs.val_loss, obs.index)
         )
         per_parent = max(1, self.n_local // max(1, min(5, len(ranked))))
         for obs in ranked[:5]:
-            pool.extend(self.space.neighbours(obs.config, per_parent, rng))
-        unique, keys = [], set(seen)
-        for config in pool:
-            key = _key(config)
-            if key not in keys:
-                keys.add(key)
-                unique.append(config)
-        return unique
+            configs.extend(self.space.neighbour_configurations(obs.config, per_parent, rng))
+        if not configs:
+            return [], np.empty((0, obs_x.shape[1]))
+        cand_x = self.space.encode(configs)
+        keys = np.round(np.vstack([obs_x, cand_x]), 9)
+        _, first = np.unique(keys, axis=0, return_index=True)
+        keep = np.sort(first[first >= len(obs_x)]) - len(obs_x)
+        seen_rows = {row.tobytes() for row in keys[: len(obs_x)]}
+        keep = np.array([i for i in keep if keys[len(obs_x) + i].tobytes() not in seen_rows], dtype=np.intp)
+        return [configs[i] for i in keep], cand_x[keep]
 
 
 def _losses_with_failures(history) -> np.ndarray:

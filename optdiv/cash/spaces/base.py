@@ -151,6 +151,8 @@ class SearchSpace:
         """
         if isinstance(configs, Mapping) or hasattr(configs, "get_array"):
             configs = [configs]
+        if configs and all(hasattr(c, "get_array") for c in configs):
+            return self.encode_vectors(np.stack([cs_compat.config_to_array(c) for c in configs]))
         out = np.full((len(configs), self.n_hyperparameters), -1.0, dtype=np.float64)
         for row, config in enumerate(configs):
             values = cs_compat.config_to_dict(config)
@@ -166,3 +168,29 @@ class SearchSpace:
                 # normal/beta hyperparameters of user spaces can leave [0, 1]: clip them in
                 out[row, col] = min(max(x, 0.0), 1.0)
         return out
+
+    def encode_vectors(self, vectors: np.ndarray) -> np.ndarray:
+        """:meth:`encode` for ConfigSpace vectors (space order, NaN inactive), with no per-value Python.
+
+        The engine samples thousands of candidates per suggestion; converting each to a dict costs
+        far more than sampling, so candidates stay ``Configuration`` objects and are encoded here.
+        """
+        vectors = np.asarray(vectors, dtype=np.float64)
+        if not hasattr(self, "_vector_columns"):
+            order = {name: i for i, name in enumerate(cs_compat.hyperparameter_names(self.configspace))}
+            self._vector_columns = np.array([order[name] for name, _, _ in self._columns], dtype=np.intp)
+            self._vector_divisor = np.array([k - 1.0 if k > 1 else 1.0 for _, _, k in self._columns])
+            self._vector_constant = np.array([k == 1 for _, _, k in self._columns])
+        x = vectors[:, self._vector_columns] / self._vector_divisor
+        x[:, self._vector_constant] = np.where(np.isnan(x[:, self._vector_constant]), np.nan, 0.0)
+        x = np.clip(x, 0.0, 1.0)
+        return np.where(np.isnan(x), -1.0, x)
+
+    def sample_configurations(self, n: int, seed: int) -> list:
+        """``n`` random ``Configuration`` objects (cheap; :meth:`sample` converts them to dicts)."""
+        return cs_compat.sample_configurations(self.configspace, n, seed)
+
+    def neighbour_configurations(self, config, n: int, rng=None) -> list:
+        """:meth:`neighbours` as ``Configuration`` objects."""
+        return cs_compat.one_exchange_neighbours(self.to_configuration(config), n, rng)
+
