@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from optdiv.cash.cs_compat import config_to_dict
+from optdiv.core.diversity import diversity_to_pool, pairwise_diversity
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 
@@ -100,7 +101,9 @@ class Optimizer:
             method=self.method, metric=self.metric, seed=int(rng.integers(2**31)), **self.selector_options
         )
         preds = np.stack([history[i].val_pred for i in ok])
-        choice = selector.select(cand_x, ei, obs_x[ok], preds, y_val, t=len(history))
+        diversity = self._diversity_matrix(ok, preds, y_val, selector.kind, selector.ensemble_size)
+        selector.fit(obs_x[ok], preds, y_val, diversity=diversity)
+        choice = selector.score(cand_x, ei, t=len(history))
         info = {
             **info,
             "weight": float(choice.weight),
@@ -108,6 +111,28 @@ class Optimizer:
             "ei_rank": float(choice.perf_rank[choice.index]),
         }
         return int(choice.index), info
+
+    def _diversity_matrix(self, ok: List[int], preds: np.ndarray, y_val, kind: str, ensemble_size: int):
+        """Pairwise diversity of the successful runs, extended by the new runs' rows only.
+
+        The cache is keyed by the history positions it covers; a history that is not an extension of
+        them (another run, another kind) recomputes the whole matrix.
+        """
+        cached = getattr(self, "_diversity_cache", None)
+        n_old = 0
+        if cached is not None and cached[0] == (kind, ensemble_size) and cached[1] == ok[: len(cached[1])]:
+            n_old = len(cached[1])
+        if n_old < 2:
+            matrix = pairwise_diversity(preds, y_val, kind, ensemble_size)
+        else:
+            matrix = np.empty((len(ok), len(ok)))
+            matrix[:n_old, :n_old] = cached[2]
+            if len(ok) > n_old:
+                rows = diversity_to_pool(preds[n_old:], preds, y_val, kind, ensemble_size)
+                matrix[n_old:, :] = rows
+                matrix[:, n_old:] = rows.T
+        self._diversity_cache = ((kind, ensemble_size), list(ok), matrix)
+        return matrix
 
     def _random_unseen(self, rng, seen, tries: int = 20) -> Dict:
         for _ in range(tries):

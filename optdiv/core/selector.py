@@ -147,13 +147,17 @@ class DiversityAwareSelector:
             return divbo_weight(t, self.beta, self.tau)
         return optdivbo_weight(t, self.tau)
 
-    def fit(self, observations, val_preds, y_val, version: Optional[Hashable] = None) -> "DiversityAwareSelector":
+    def fit(
+        self, observations, val_preds, y_val, version: Optional[Hashable] = None, diversity=None
+    ) -> "DiversityAwareSelector":
         """Build the pool, the diversity matrix and the surrogate from all observations so far.
 
         ``observations`` (t, d) encoded configurations; ``val_preds`` (t, n) regression values or
         (t, n, k) class probabilities on the validation rows; ``y_val`` (n,) targets / class indices.
         Refitting is skipped when the data are unchanged: by ``version`` if the host passes one (e.g.
-        the number of stored runs), else by a hash of the arrays.
+        the number of stored runs), else by a hash of the arrays. ``diversity`` is the (t, t)
+        ``pairwise_diversity`` matrix of ``val_preds`` under this selector's kind, for hosts that keep it
+        up to date incrementally (a new observation adds one row, not t^2 pairs).
         """
         X = np.asarray(observations, dtype=np.float64)
         if X.ndim != 2 or X.shape[0] == 0:
@@ -179,9 +183,14 @@ class DiversityAwareSelector:
             raise ValueError(f"diversity kind {self.kind!r} does not apply to {task}; use one of {allowed}")
 
         pool = build_pool(preds, y, loss, size=self.ensemble_size, builder=self.pool_builder, seed=self.seed)
-        diversity, surrogate = None, None
+        diversity_in, diversity, surrogate = diversity, None, None
         if X.shape[0] >= 2:
-            diversity = pairwise_diversity(preds, y, self.kind, self.ensemble_size)
+            if diversity_in is None:
+                diversity = pairwise_diversity(preds, y, self.kind, self.ensemble_size)
+            else:
+                diversity = np.asarray(diversity_in, dtype=np.float64)
+                if diversity.shape != (X.shape[0], X.shape[0]):
+                    raise ValueError(f"diversity must be ({X.shape[0]}, {X.shape[0]}); got {diversity.shape}")
             surrogate = DiversitySurrogate(self.n_members, self.max_pairs, seed=self.seed).fit(X, diversity)
         # assigned together, so a failed fit leaves the previous state whole
         self.pool_, self.diversity_, self.surrogate_, self.observations_ = pool, diversity, surrogate, X

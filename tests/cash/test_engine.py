@@ -136,3 +136,19 @@ def test_bad_names(call, match):
 def test_unknown_space_is_named(cls_splits):
     with pytest.raises(ValueError, match="nospace"):
         search(cls_splits, "classification", n_classes=2, space="nospace", budget=1)
+
+
+@pytest.mark.parametrize("kind", ["divbo", "zero_one"])
+def test_incremental_diversity_matrix_equals_full(kind):
+    from optdiv.core.diversity import pairwise_diversity
+
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(3), size=(9, 40)).astype(np.float32)
+    y = rng.integers(0, 3, 40)
+    optimizer = Optimizer(tiny_space("classification"), "optdivbo", "error")
+    for upto in (3, 4, 7, 9):
+        ok = list(range(upto))
+        got = optimizer._diversity_matrix(ok, p[:upto], y, kind, 25)
+    np.testing.assert_allclose(got, pairwise_diversity(p, y, kind), rtol=1e-6, atol=1e-9)
+    other = optimizer._diversity_matrix([0, 2, 5], p[[0, 2, 5]], y, kind, 25)  # not an extension: recomputed
+    np.testing.assert_allclose(other, pairwise_diversity(p[[0, 2, 5]], y, kind), rtol=1e-6, atol=1e-9)
