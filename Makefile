@@ -1,7 +1,7 @@
 # optdiv developer entry points.
 #
 #   make venv   create .venv (Python 3.11) with optdiv[dev], nox and uv
-#   make demo   run `optdiv demo` from .venv
+#   make demo   optdivbo on breast_cancer (budget 30) with `optdiv run`, into runs/demo
 #   make test   build every nox session from nothing and run it (what CI runs)
 #   make clean  remove .venv, .nox and build/test caches
 #
@@ -36,7 +36,8 @@ $(STAMP): pyproject.toml
 	touch $@
 
 demo: venv
-	$(BIN)/optdiv demo
+	rm -rf runs/demo
+	$(BIN)/optdiv run --data sklearn:breast_cancer --method optdivbo --budget 30 --out runs/demo
 
 # --no-reuse-existing-virtualenvs: every session is created from scratch, even
 # if .nox/ is left over from an earlier run. nox runs all sessions even when
