@@ -34,13 +34,24 @@ Ranges come from auto-sklearn 0.15 / VolcanoML (mindware) components; choices ma
 * left out: VolcanoML's "cross features" (random pairwise crosses of categorical columns with a
   random seed as its only hyperparameter; no scikit-learn counterpart).
 
-Bounds that keep one fit on 10k rows within the engine's 120 s limit: forests 100 trees, AdaBoost
-200 rounds of depth <= 8,
-HistGradientBoosting 200 iterations of at most 511 leaves, kernel SVC/SVR ``max_iter=50000``, kernel PCA at most 500
-components with the randomized eigensolver (scikit-learn >= 1.0), Nystroem / random kitchen sinks
-at most 1000 components, random trees embedding depth at most 6, polynomial degree 2-3 on at most
-25 features, ``n_jobs=1`` everywhere so parallel evaluations do not oversubscribe the CPUs.
+Bounds that keep one fit on 10k rows near or under the engine's 120 s limit (single thread):
+forests 100 trees; AdaBoost 200 rounds of depth <= 8; HistGradientBoosting 200 iterations of at
+most 511 leaves; kernel SVC/SVR ``max_iter=50000``; kernel PCA at most 500 components (randomized
+eigensolver on scikit-learn >= 1.0); Nystroem / random kitchen sinks at most 500 components; random
+trees embedding depth <= 6; polynomial terms of at most 25 features; ``n_jobs=1`` everywhere so
+parallel evaluations do not oversubscribe the CPUs. A forest with ``max_features`` near 1 behind a
+preprocessor that widens the data to hundreds of columns (polynomial, random trees embedding) can
+still exceed the limit; the evaluator records such runs as failures. Regression forests have no
+``criterion`` (friedman_mse is squared_error for forests, deprecated as such in scikit-learn 1.9).
 LinearSVC and SVC give labels only (no cheap ``predict_proba``); the evaluator one-hot encodes them.
+
+HistGradientBoosting (and the BLAS-backed decompositions) use all cores through OpenMP/BLAS
+threads; on a busy machine that costs 10-50x, so evaluations should run under
+``threadpoolctl.threadpool_limits(1)`` (or ``OMP_NUM_THREADS=1``).
+
+Configurations that legitimately fail, as they do in auto-sklearn: kernel PCA whose sigmoid/poly
+kernel matrix is not positive semi-definite (scikit-learn raises) or that removes every component;
+QDA with a rank-deficient class covariance; FastICA or kernel SVC on unscaled data with huge values.
 """
 
 from __future__ import annotations
