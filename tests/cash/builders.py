@@ -108,3 +108,8 @@ def by_name(config, seed):
         "logreg": logreg, "majority": majority, "refusing": refusing, "sleeper": sleeper, "nan": nan_proba,
         "exit": exiter, "raise": raiser, "hog": hog, "ridge": ridge,
     }[config["algorithm"]](config, seed)
+
+
+def report_threads(config, seed):
+    """Fails on purpose, naming the worker's OpenMP thread cap in the error."""
+    raise RuntimeError(f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")

@@ -164,3 +164,19 @@ def test_worst_losses_are_finite():
     assert worst_loss("accuracy") == 1.0 and worst_loss("brier") == 2.0
     assert worst_loss("log_loss") == pytest.approx(34.538776, rel=1e-6)
     assert all(math.isfinite(v) for v in WORST_LOSS.values())
+
+
+def test_worker_runs_with_the_thread_cap():
+    import os
+
+    from optdiv.cash.evaluator import THREAD_VARIABLES, _thread_limit_environment
+
+    splits = split(load_dataset("sklearn:breast_cancer"), seed=0)
+    with Evaluator(builders.report_threads, splits, "classification", "error", time_limit=60) as evaluator:
+        obs = evaluator.evaluate({}, index=0)
+    assert obs.status == "failed" and "OMP_NUM_THREADS=1" in obs.error
+
+    before = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    with _thread_limit_environment(1):
+        assert all(os.environ[name] == "1" for name in THREAD_VARIABLES)
+    assert {name: os.environ.get(name) for name in THREAD_VARIABLES} == before
