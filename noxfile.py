@@ -63,6 +63,10 @@ HOST_PYTHON: dict[str, str] = {
 HOST_TEST_PATHS: dict[str, list[str]] = {
     host: [CORE_TESTS, f"tests/hosts/{host}_host"] for host in HOST_PINS
 }
+# The engine on the older stacks: ConfigSpace 0.4.21 + scikit-learn 0.24 (auto-sklearn) and ConfigSpace 0.6.1
+# + scikit-learn 1.3 (OpenBox); the host adapters build on it there.
+for _host in ("autosklearn", "openbox"):
+    HOST_TEST_PATHS[_host].insert(1, "tests/cash")
 
 #: Import name of each host, used for the post-install sanity check.
 HOST_MODULE: dict[str, str] = {

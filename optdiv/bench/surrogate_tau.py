@@ -85,8 +85,10 @@ def main(argv=None) -> None:
     parser.add_argument("--n-configs", type=int, default=300)
     parser.add_argument("--n-train", type=int, default=250)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--time-limit", type=float, default=120.0, help="wall-time limit of one evaluation")
     args = parser.parse_args(argv)
-    report = surrogate_tau(args.data, args.out, args.kind, args.space, args.n_configs, args.n_train, seed=args.seed)
+    report = surrogate_tau(args.data, args.out, args.kind, args.space, args.n_configs, args.n_train, seed=args.seed,
+                           time_limit=args.time_limit)
     print(json.dumps(report, indent=2))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from optdiv.cash.data import Splits, split
 from optdiv.cash.evaluator import Evaluator, build_pipeline
-from optdiv.cash.final_ensemble import EnsembleModel, best_single, choose_members, weighted_prediction
+from optdiv.cash.final_ensemble import BUILDERS, EnsembleModel, best_single, choose_members, weighted_prediction
 from optdiv.cash.optimizers import Optimizer, parse_method
 from optdiv.cash.spaces import SearchSpace, get_space
 from optdiv.cash.store import RunStore
@@ -73,6 +73,8 @@ def search(
     if budget is not None and budget < 1:
         raise ValueError("budget must be at least 1 evaluation")
     base, with_ensemble = parse_method(method)
+    if ensemble not in BUILDERS:
+        raise ValueError(f"unknown ensemble builder {ensemble!r}; choose one of {', '.join(BUILDERS)}")
     loss = resolve_metric(metric, task)
     space = get_space(space, task) if isinstance(space, str) else space
     optimizer = Optimizer(space, method, loss, seed=seed, **(optimizer_options or {}))

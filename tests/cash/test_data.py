@@ -244,6 +244,8 @@ def test_preprocessor_categorical_and_missing():
     pre = make_preprocessor(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no dtype / deprecation chatter
+        # ...except scikit-learn 0.24's own calls of APIs newer pandas deprecates (auto-sklearn's stack)
+        warnings.filterwarnings("ignore", message="is_sparse is deprecated", category=DeprecationWarning)
         Z = pre.fit_transform(X)
     # num, count (2) + color (3) + size (3) + flag (2) one-hot + ident ordinal (1)
     assert Z.dtype == np.float64 and isinstance(Z, np.ndarray) and Z.shape == (60, 11)

@@ -152,3 +152,17 @@ def test_incremental_diversity_matrix_equals_full(kind):
     np.testing.assert_allclose(got, pairwise_diversity(p, y, kind), rtol=1e-6, atol=1e-9)
     other = optimizer._diversity_matrix([0, 2, 5], p[[0, 2, 5]], y, kind, 25)  # not an extension: recomputed
     np.testing.assert_allclose(other, pairwise_diversity(p[[0, 2, 5]], y, kind), rtol=1e-6, atol=1e-9)
+
+
+def test_agnostic_bayes_ensemble_and_time_budget(cls_splits):
+    result = search(cls_splits, "classification", n_classes=2, method="bo", space=tiny_space("classification"),
+                    budget=None, time_budget=8.0, seed=2, ensemble="agnostic_bayes", optimizer_options=FAST)
+    assert len(result.history) >= 2
+    assert result.weights.sum() == pytest.approx(1.0)
+    assert all(result.history[i].status == "ok" for i in result.member_indices)
+    assert result.test_loss < 0.2
+    with pytest.raises(ValueError, match="budget"):
+        search(cls_splits, "classification", n_classes=2, budget=None, time_budget=None)
+    with pytest.raises(ValueError, match="ensemble builder"):
+        search(cls_splits, "classification", n_classes=2, method="rs", space=tiny_space("classification"),
+               budget=2, ensemble="stacking", optimizer_options=FAST)
