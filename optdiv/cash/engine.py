@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Union
 
@@ -136,7 +137,9 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     for i, weight in zip(result.member_indices, result.weights):
         obs = result.history[i]
         pipe = build_pipeline(space.build, obs.config, X, seed)
-        pipe.fit(X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the same chatter the evaluator already silenced for this model
+            pipe.fit(X, y)
         members.append(pipe)
         info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss})
     columns = list(columns) if columns is not None else list(X.columns)
