@@ -142,6 +142,18 @@ def _liblinear_forbids(c):
     c.forbid(dual="True", penalty="l1")
 
 
+def _liblinear(name, penalty_default, dual_default):
+    """LinearSVC's hyperparameters; the classifier and the L1 feature selector differ only in defaults."""
+    c = Component(name)
+    c.categorical("penalty", ["l1", "l2"], penalty_default)
+    c.categorical("loss", ["hinge", "squared_hinge"], "squared_hinge")
+    c.categorical("dual", ["True", "False"], dual_default)
+    c.float("tol", 1e-5, 1e-1, 1e-4, log=True)
+    c.float("C", *_SVM_C, default=1.0, log=True)
+    _liblinear_forbids(c)
+    return c
+
+
 def _classifiers():
     out = []
     c = Component("adaboost")
@@ -169,14 +181,7 @@ def _classifiers():
     c.float("C", 0.03125, 10.0, 1.0, log=True)
     c.float("tol", 1e-6, 1e-2, 1e-4, log=True)
     out.append(c)
-    c = Component("liblinear_svc")
-    c.categorical("penalty", ["l1", "l2"], "l2")
-    c.categorical("loss", ["hinge", "squared_hinge"], "squared_hinge")
-    c.categorical("dual", ["True", "False"], "True")
-    c.float("tol", 1e-5, 1e-1, 1e-4, log=True)
-    c.float("C", *_SVM_C, default=1.0, log=True)
-    _liblinear_forbids(c)
-    out.append(c)
+    out.append(_liblinear("liblinear_svc", penalty_default="l2", dual_default="True"))
     c = Component("libsvm_svc")
     c.float("C", *_SVM_C, default=1.0, log=True)
     c.categorical("kernel", ["rbf", "poly", "sigmoid"], "rbf")
@@ -306,14 +311,7 @@ def _preprocessors(task):
         out.append(c)
         c = _forest("extra_trees_preproc_for_classification", "classification", "False")
         out.append(c)
-        c = Component("liblinear_svc_preprocessor")
-        c.categorical("penalty", ["l1", "l2"], "l1")
-        c.categorical("loss", ["hinge", "squared_hinge"], "squared_hinge")
-        c.categorical("dual", ["True", "False"], "False")
-        c.float("tol", 1e-5, 1e-1, 1e-4, log=True)
-        c.float("C", *_SVM_C, default=1.0, log=True)
-        _liblinear_forbids(c)
-        out.append(c)
+        out.append(_liblinear("liblinear_svc_preprocessor", penalty_default="l1", dual_default="False"))
     else:
         c = Component("select_percentile_regression")
         c.float("percentile", 1.0, 99.0, 50.0)
