@@ -156,37 +156,27 @@ def new_space(name: str = None, seed: int = None) -> ConfigurationSpace:
     return ConfigurationSpace(**kwargs)
 
 
+def _add(space: ConfigurationSpace, items: Iterable, legacy_method: str) -> list:
+    """1.x adds every kind of object with ``space.add``; 0.x has one method per kind."""
+    items = list(items)
+    if items:
+        if IS_V1:
+            space.add(items)
+        else:
+            getattr(space, legacy_method)(items)
+    return items
+
+
 def add_hyperparameters(space: ConfigurationSpace, hps: Iterable) -> list:
-    hps = list(hps)
-    if not hps:
-        return hps
-    if IS_V1:
-        space.add(hps)
-    else:
-        space.add_hyperparameters(hps)
-    return hps
+    return _add(space, hps, "add_hyperparameters")
 
 
 def add_conditions(space: ConfigurationSpace, conditions: Iterable) -> list:
-    conditions = list(conditions)
-    if not conditions:
-        return conditions
-    if IS_V1:
-        space.add(conditions)
-    else:
-        space.add_conditions(conditions)
-    return conditions
+    return _add(space, conditions, "add_conditions")
 
 
 def add_forbiddens(space: ConfigurationSpace, clauses: Iterable) -> list:
-    clauses = list(clauses)
-    if not clauses:
-        return clauses
-    if IS_V1:
-        space.add(clauses)
-    else:
-        space.add_forbidden_clauses(clauses)
-    return clauses
+    return _add(space, clauses, "add_forbidden_clauses")
 
 
 # --------------------------------------------------------------------------- introspection

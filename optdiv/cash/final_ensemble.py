@@ -23,9 +23,7 @@ def choose_members(
     """Indices into ``history`` and their weights (summing to 1); only successful runs take part."""
     if builder not in BUILDERS:
         raise ValueError(f"unknown ensemble builder {builder!r}; choose one of {', '.join(BUILDERS)}")
-    ok = [i for i, obs in enumerate(history) if obs.status == "ok" and obs.val_pred is not None]
-    if not ok:
-        raise RuntimeError("every evaluation failed: there is no model to build an ensemble from")
+    ok = _successful(history)
     preds = np.stack([history[i].val_pred for i in ok])
     if builder == "caruana":
         weights = ensemble_selection(preds, y_val, loss, size=size, seed=seed).weights
@@ -36,11 +34,17 @@ def choose_members(
 
 
 def best_single(history: Sequence) -> Tuple[List[int], np.ndarray]:
-    ok = [i for i, obs in enumerate(history) if obs.status == "ok" and obs.val_pred is not None]
-    if not ok:
-        raise RuntimeError("every evaluation failed: there is no model to return")
+    ok = _successful(history)
     best = min(ok, key=lambda i: (history[i].val_loss, i))
     return [best], np.ones(1)
+
+
+def _successful(history: Sequence) -> List[int]:
+    """Positions of the runs that left predictions; failed runs never enter an ensemble."""
+    ok = [i for i, obs in enumerate(history) if obs.status == "ok" and obs.val_pred is not None]
+    if not ok:
+        raise RuntimeError("every evaluation failed: there is no model to build an ensemble from")
+    return ok
 
 
 def weighted_prediction(stored: Sequence[np.ndarray], weights: np.ndarray) -> np.ndarray:
