@@ -1,4 +1,5 @@
-"""The ``optdiv`` command: ``run`` a search, ``predict`` with its saved model, ``demo`` the core."""
+"""The ``optdiv`` command: ``run`` a search, ``predict`` with its saved model, ``bench`` the papers'
+experiments, ``report`` their tables, ``demo`` the core."""
 
 from __future__ import annotations
 
@@ -8,18 +9,12 @@ from typing import List, Optional
 
 from optdiv import __version__
 
-#: Subcommands that later releases add; listed so users see where the tool is going.
-PLANNED = {
-    "bench": "run the papers' experiments",
-    "report": "write the papers' tables from bench results",
-}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="optdiv",
         description="Diversity-aware Bayesian optimisation (DivBO, OptDivBO) for ensemble CASH.",
-        epilog="planned: " + "; ".join(f"{k}: {v}" for k, v in PLANNED.items()),
     )
     parser.add_argument("--version", action="version", version=f"optdiv {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -29,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--target", help="target column of a CSV (default: 'target', else the last column)")
     run.add_argument("--task", default="auto", choices=["auto", "classification", "regression"])
     run.add_argument("--metric", help="error (default), log_loss, brier | mse (default), mae")
-    run.add_argument("--method", default="optdivbo", help="rs, bo, divbo, optdivbo; a '-' suffix skips the ensemble")
+    run.add_argument("--method", default="optdivbo", help="optdivbo, divbo, bo-es, rb-es, ... (`optdiv methods` lists all)")
     run.add_argument("--space", default="autosklearn", help="autosklearn or autogluon")
     run.add_argument("--budget", type=int, default=50, help="number of evaluations")
     run.add_argument("--time-budget", type=float, help="wall-time budget of the whole search in seconds")
@@ -47,6 +42,31 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("data", help="CSV with the training columns (a target column is ignored)")
     predict.add_argument("--output", help="write predictions to this CSV instead of printing them")
     predict.add_argument("--proba", action="store_true", help="class probabilities instead of labels")
+
+    bench = sub.add_parser("bench", help="run methods x datasets x seeds (live or replay) into results.csv")
+    bench.add_argument("--datasets", required=True, help="a folder of CSVs, or comma-separated CSV paths / names")
+    bench.add_argument("--data-dir", help="folder that dataset names are looked up in (NAME.csv)")
+    bench.add_argument("--methods", required=True, help="comma-separated method names")
+    bench.add_argument("--seeds", default="0-9", help="e.g. 0-9 or 0,3,5")
+    bench.add_argument("--budget", type=int, default=250, help="evaluations per run")
+    bench.add_argument("--library", type=int, help="replay mode: search a cached library of N random configurations")
+    bench.add_argument("--cache", default=".cache", help="where replay libraries are kept (default .cache)")
+    bench.add_argument("--regression-metrics", default="mse,mae", help="metrics of regression datasets")
+    bench.add_argument("--time-limit", type=float, default=120.0, help="live mode: wall-time limit of one evaluation")
+    bench.add_argument("--space", default="autosklearn")
+    bench.add_argument("--jobs", type=int, default=1, help="searches run in parallel processes")
+    bench.add_argument("--trace-every", type=int, default=10, help="evaluations between trace checkpoints")
+    bench.add_argument("--build-only", action="store_true", help="replay mode: build the libraries and stop")
+    bench.add_argument("--out", required=True, help="bench directory (resumable: finished runs are kept)")
+
+    report = sub.add_parser("report", help="write report.md (tables, Wilcoxon, figures) for a bench directory")
+    report.add_argument("directory")
+    report.add_argument("--reference", default="optdivbo", help="method the Wilcoxon counts compare against")
+    report.add_argument("--methods", help="comma-separated row order (default: the papers' order)")
+    report.add_argument("--focus", default="quake", help="dataset of the ensemble-diversity heatmap")
+    report.add_argument("--no-figures", action="store_true")
+
+    sub.add_parser("methods", help="list the methods and what each one is")
 
     demo = sub.add_parser("demo", help="ensembles over a model library on breast_cancer (no download)")
     demo.add_argument("--seed", type=int, default=0)
@@ -140,6 +160,52 @@ def _predict(args) -> int:
     return 0
 
 
+def _bench(args) -> int:
+    from optdiv.bench.harness import Bench, parse_seeds, resolve_datasets
+
+    bench = Bench(
+        datasets=resolve_datasets(args.datasets, args.data_dir),
+        methods=[m.strip() for m in args.methods.split(",") if m.strip()],
+        seeds=parse_seeds(args.seeds),
+        out=args.out,
+        budget=args.budget,
+        library=args.library,
+        cache=args.cache,
+        regression_metrics=[m.strip() for m in args.regression_metrics.split(",") if m.strip()],
+        time_limit=args.time_limit,
+        space=args.space,
+        trace_every=args.trace_every,
+    )
+    say = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    if args.build_only:
+        if args.library is None:
+            raise ValueError("--build-only needs --library N")
+        bench.build_libraries(args.jobs, say)
+        return 0
+    path = bench.run(jobs=args.jobs, progress=say)
+    print(f"wrote {path}")
+    return 0
+
+
+def _report(args) -> int:
+    from optdiv.bench.report import write_report
+
+    methods = [m.strip() for m in args.methods.split(",")] if args.methods else None
+    path = write_report(args.directory, methods=methods, reference=args.reference, focus=args.focus,
+                        figures=not args.no_figures)
+    print(f"wrote {path}")
+    return 0
+
+
+def _methods() -> int:
+    from optdiv.cash.methods import METHODS
+
+    width = max(len(name) for name in METHODS)
+    for name, spec in METHODS.items():
+        print(f"{name.ljust(width)}  {spec.description}")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -148,6 +214,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _run(args)
         if args.command == "predict":
             return _predict(args)
+        if args.command == "bench":
+            return _bench(args)
+        if args.command == "report":
+            return _report(args)
+        if args.command == "methods":
+            return _methods()
         if args.command == "demo":
             from optdiv.bench.demo import format_demo, run_demo
 

@@ -11,8 +11,16 @@ import numpy as np
 
 from optdiv.cash.data import Splits, split
 from optdiv.cash.evaluator import Evaluator, build_pipeline
-from optdiv.cash.final_ensemble import BUILDERS, EnsembleModel, best_single, choose_members, weighted_prediction
-from optdiv.cash.optimizers import Optimizer, parse_method
+from optdiv.cash.final_ensemble import (
+    BUILDERS,
+    EnsembleModel,
+    Stacker,
+    best_single,
+    choose_members,
+    top_k,
+    weighted_prediction,
+)
+from optdiv.cash.methods import MethodSpec, get_method, make_strategy
 from optdiv.cash.spaces import SearchSpace, get_space
 from optdiv.cash.store import RunStore
 from optdiv.core.metrics import mean_loss
@@ -32,6 +40,43 @@ def resolve_metric(metric: Optional[str], task: str) -> str:
 
 
 @dataclass
+class FinalChoice:
+    """The members of the final model, their weights, and (stacking only) the meta-model combining them."""
+
+    members: List[int]
+    weights: np.ndarray
+    stacker: Optional[Stacker] = None
+
+    def combine(self, member_preds) -> np.ndarray:
+        if self.stacker is not None:
+            return self.stacker.predict(member_preds)
+        return weighted_prediction(member_preds, self.weights)
+
+
+def finalize(spec: MethodSpec, strategy, history: List, y_val: np.ndarray, loss: str, ensemble: str = "caruana",
+             ensemble_size: int = 25, seed: int = 0, task: str = "classification",
+             n_classes: Optional[int] = None):
+    """The method's final model over ``history``: (FinalChoice, its validation prediction)."""
+    if spec.final == "single":
+        choice = FinalChoice(*best_single(history))
+    elif spec.final == "ensemble":
+        size = spec.ensemble_size or ensemble_size
+        choice = FinalChoice(*choose_members(history, y_val, loss, ensemble, size, seed))
+    elif spec.final == "own":
+        choice = FinalChoice(*strategy.final_members(history, y_val))
+    elif spec.final == "bagging":
+        choice = FinalChoice(*top_k(history, 5))
+    elif spec.final == "stacking":
+        members, weights = top_k(history, 5)
+        preds = [history[i].val_pred for i in members]
+        stacker = Stacker(task, n_classes, seed).fit(preds, y_val)
+        return FinalChoice(members, weights, stacker), stacker.cross_validated(preds, y_val)
+    else:
+        raise ValueError(f"unknown final model {spec.final!r}")
+    return choice, choice.combine([history[i].val_pred for i in choice.members])
+
+
+@dataclass
 class SearchResult:
     history: List
     member_indices: List[int]
@@ -43,6 +88,7 @@ class SearchResult:
     space: Optional[SearchSpace] = None
     model: Optional[EnsembleModel] = None
     info: Dict = field(default_factory=dict)
+    stacker: Optional[Stacker] = None
 
 
 def search(
@@ -64,22 +110,28 @@ def search(
     columns: Optional[List[str]] = None,
     progress: Optional[Callable[[int, Optional[int], object], None]] = None,
     optimizer_options: Optional[Dict] = None,
+    candidates=None,
+    evaluator=None,
 ) -> SearchResult:
-    """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the ensemble.
+    """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the final model.
 
     With a ``store`` that already holds observations (a resumed run) the loop continues after them.
+    ``candidates`` and ``evaluator`` replace the space's sampler and the live evaluator (replay runs
+    over a library pass both; see optdiv.bench.replay).
     """
     if budget is None and time_budget is None:
         raise ValueError("give a budget in evaluations, in seconds, or both")
     if budget is not None and budget < 1:
         raise ValueError("budget must be at least 1 evaluation")
-    base, with_ensemble = parse_method(method)
+    spec = get_method(method)
     if ensemble not in BUILDERS:
         raise ValueError(f"unknown ensemble builder {ensemble!r}; choose one of {', '.join(BUILDERS)}")
     loss = resolve_metric(metric, task)
     space = get_space(space, task) if isinstance(space, str) else space
-    optimizer = Optimizer(space, method, loss, seed=seed, **(optimizer_options or {}))
-    evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed)
+    strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,
+                             optimizer_options=optimizer_options)
+    if evaluator is None:
+        evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed)
     history = store.load() if store is not None else []
     suggest_seconds: List[float] = []
     start = time.perf_counter()
@@ -87,7 +139,7 @@ def search(
         while (budget is None or len(history) < budget) and (
             time_budget is None or time.perf_counter() - start < time_budget
         ):
-            suggestion = optimizer.suggest(history, y_val=splits.y_val)
+            suggestion = strategy.suggest(history, y_val=splits.y_val)
             suggest_seconds.append(suggestion.seconds)
             obs = evaluator.evaluate(suggestion.config, index=len(history))
             if store is not None:
@@ -97,28 +149,26 @@ def search(
                 progress(len(history), budget, obs)
     finally:
         evaluator.close()
-    if with_ensemble:
-        members, weights = choose_members(history, splits.y_val, loss, ensemble, ensemble_size, seed)
-    else:
-        members, weights = best_single(history)
-    val_pred = weighted_prediction([history[i].val_pred for i in members], weights)
+    choice, val_pred = finalize(spec, strategy, history, splits.y_val, loss, ensemble, ensemble_size, seed, task,
+                                n_classes)
     result = SearchResult(
         history=history,
-        member_indices=members,
-        weights=weights,
+        member_indices=choice.members,
+        weights=choice.weights,
         val_loss=float(mean_loss(val_pred, splits.y_val, loss)),
         test_loss=None,
         suggest_seconds=suggest_seconds,
         total_seconds=time.perf_counter() - start,
         space=space,
-        info={"method": method, "base_method": base, "metric": loss, "space": space.name},
+        info={"method": spec.name, "strategy": spec.strategy, "final": spec.final, "metric": loss, "space": space.name},
+        stacker=choice.stacker,
     )
-    if splits.X_test is not None:
+    if splits.y_test is not None:
         if refit:
             model = fit_model(result, space, splits, task, classes, columns, seed, refit=True)
             test_pred = _model_prediction(model, splits.X_test, task)
         else:
-            test_pred = weighted_prediction([history[i].test_pred for i in members], weights)
+            test_pred = choice.combine([history[i].test_pred for i in choice.members])
             model = None
         result.test_loss = float(mean_loss(test_pred, splits.y_test, loss))
         result.model = model
@@ -143,7 +193,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         members.append(pipe)
         info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss})
     columns = list(columns) if columns is not None else list(X.columns)
-    return EnsembleModel(members, result.weights, task, classes, columns, info)
+    return EnsembleModel(members, result.weights, task, classes, columns, info, stacker=result.stacker)
 
 
 def _model_prediction(model: EnsembleModel, X, task: str) -> np.ndarray:

@@ -7,7 +7,7 @@ so without ``refit`` the saved model reproduces the evaluated predictions.
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -31,6 +31,62 @@ def choose_members(
         weights = agnostic_bayes_weights(per_example_loss(preds, y_val, loss).T, seed=seed)
     keep = np.flatnonzero(weights > 1e-6)
     return [ok[i] for i in keep], weights[keep] / weights[keep].sum()
+
+
+def top_k(history: Sequence, k: int = 5) -> Tuple[List[int], np.ndarray]:
+    """The ``k`` best successful runs by validation loss, equally weighted (bagging of the top k)."""
+    ok = sorted(_successful(history), key=lambda i: (history[i].val_loss, i))[:k]
+    return ok, np.full(len(ok), 1.0 / len(ok))
+
+
+class Stacker:
+    """A meta-model over the members' predictions (DivBO's "stacking of the 5 best").
+
+    Classification: multinomial logistic regression on the concatenated class probabilities; regression:
+    ridge regression on the members' values. Fitted on the validation rows, since the members were fitted
+    on the training rows; its own validation loss is therefore measured by 5-fold cross-validation.
+    """
+
+    def __init__(self, task: str, n_classes: Optional[int] = None, seed: int = 0):
+        self.task, self.n_classes, self.seed = task, n_classes, int(seed)
+        self.model_ = None
+
+    def _features(self, member_preds: Sequence[np.ndarray]) -> np.ndarray:
+        stacked = [np.asarray(p, dtype=np.float64) for p in member_preds]
+        return np.hstack([p.reshape(len(p), -1) for p in stacked])
+
+    def _make(self):
+        from sklearn.linear_model import LogisticRegression, Ridge
+
+        if self.task == "classification":
+            return LogisticRegression(C=1.0, max_iter=1000)
+        return Ridge(alpha=1e-3)
+
+    def fit(self, member_preds: Sequence[np.ndarray], y: np.ndarray) -> "Stacker":
+        self.model_ = self._make().fit(self._features(member_preds), y)
+        return self
+
+    def cross_validated(self, member_preds: Sequence[np.ndarray], y: np.ndarray) -> np.ndarray:
+        """Out-of-fold predictions on the rows the stacker is fitted on (an honest validation estimate)."""
+        from sklearn.model_selection import KFold, StratifiedKFold
+
+        X = self._features(member_preds)
+        folds = (StratifiedKFold if self.task == "classification" else KFold)(5, shuffle=True, random_state=self.seed)
+        out = np.zeros((len(y), self.n_classes) if self.task == "classification" else len(y))
+        for train, test in folds.split(X, y):
+            model = self._make().fit(X[train], y[train])
+            out[test] = self._predict(model, X[test])
+        return out
+
+    def _predict(self, model, X) -> np.ndarray:
+        if self.task != "classification":
+            return model.predict(X)
+        probs = np.zeros((len(X), self.n_classes))
+        probs[:, model.classes_.astype(int)] = model.predict_proba(X)
+        return probs
+
+    def predict(self, member_preds: Sequence[np.ndarray]) -> np.ndarray:
+        return self._predict(self.model_, self._features(member_preds))
 
 
 def best_single(history: Sequence) -> Tuple[List[int], np.ndarray]:
@@ -58,7 +114,9 @@ class EnsembleModel:
     regression averages values. ``classes_`` holds the original labels.
     """
 
-    def __init__(self, members: List, weights: np.ndarray, task: str, classes, columns: List[str], info: List[Dict]):
+    def __init__(self, members: List, weights: np.ndarray, task: str, classes, columns: List[str], info: List[Dict],
+                 stacker: Optional[Stacker] = None):
+        self.stacker = stacker
         self.members = members
         self.weights = np.asarray(weights, dtype=np.float64)
         self.task = task
@@ -79,10 +137,15 @@ class EnsembleModel:
         X = self._frame(X)
         k = len(self.classes_)
         probs = [predict_probabilities(member, X, k) for member in self.members]
+        if getattr(self, "stacker", None) is not None:
+            return self.stacker.predict(probs)
         return weighted_prediction(probs, self.weights)
 
     def predict(self, X) -> np.ndarray:
         if self.task == "classification":
             return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
         X = self._frame(X)
-        return weighted_prediction([np.asarray(m.predict(X), dtype=np.float64) for m in self.members], self.weights)
+        values = [np.asarray(m.predict(X), dtype=np.float64) for m in self.members]
+        if getattr(self, "stacker", None) is not None:
+            return self.stacker.predict(values)
+        return weighted_prediction(values, self.weights)

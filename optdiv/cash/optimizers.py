@@ -16,12 +16,12 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from optdiv.cash.cs_compat import config_to_dict
+from optdiv.cash.candidates import SpaceCandidates, as_dict, config_key
 from optdiv.core.diversity import diversity_to_pool, pairwise_diversity
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 
-METHODS = ("rs", "bo", "divbo", "optdivbo")
+METHODS = ("rs", "bo", "divbo", "optdivbo")  # the suggestion strategies; named methods live in methods.py
 
 
 def parse_method(name: str):
@@ -54,8 +54,10 @@ class Optimizer:
         n_local: int = 50,
         n_trees: int = 50,
         selector_options: Optional[Dict] = None,
+        candidates=None,
     ):
         self.space = space
+        self.source = candidates if candidates is not None else SpaceCandidates(space)
         self.method, _ = parse_method(method)
         self.metric = metric
         self.seed = int(seed)
@@ -65,19 +67,31 @@ class Optimizer:
         self.n_trees = n_trees
         self.selector_options = dict(selector_options or {})
 
-    def suggest(self, history: Sequence, y_val: Optional[np.ndarray] = None) -> Suggestion:
-        """Next configuration; `history` holds Observations (config, status, val_loss, val_pred)."""
+    def suggest(
+        self,
+        history: Sequence,
+        y_val: Optional[np.ndarray] = None,
+        algorithm: Optional[str] = None,
+        stream: int = 0,
+        seen: Optional[set] = None,
+    ) -> Suggestion:
+        """Next configuration; `history` holds Observations (config, status, val_loss, val_pred).
+
+        ``algorithm`` restricts the suggestion to one algorithm (an arm of a bandit that passes only
+        that arm's observations as ``history``), ``stream`` keeps arms' random draws apart, and ``seen``
+        holds the keys of every evaluated configuration when ``history`` is such a subset.
+        """
         start = time.perf_counter()
         step = len(history)
-        rng = np.random.default_rng([self.seed, step])
-        seen = {_key(obs.config) for obs in history}
+        rng = np.random.default_rng([self.seed, step] if stream == 0 else [self.seed, step, stream])
+        seen = seen if seen is not None else {config_key(obs.config) for obs in history}
         if self.method == "rs" or step < self.n_initial:
-            config = self._random_unseen(rng, seen)
+            config = self.source.random(rng, seen, algorithm)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random"})
         obs_x = self.space.encode([obs.config for obs in history])
-        candidates, cand_x = self._candidates(history, obs_x, rng)
+        candidates, cand_x = self.source.candidates(history, obs_x, rng, self.n_random, self.n_local, algorithm)
         if not candidates:
-            config = self._random_unseen(rng, seen)
+            config = self.source.random(rng, seen, algorithm)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random (space exhausted)"})
         losses = _losses_with_failures(history)
         forest = ProbabilisticRandomForest(n_trees=self.n_trees, seed=int(rng.integers(2**31)))
@@ -89,7 +103,7 @@ class Optimizer:
             index = int(np.argmax(ei))
         else:
             index, info = self._diversity_choice(history, obs_x, cand_x, ei, y_val, rng, info)
-        return Suggestion(config_to_dict(candidates[index]), time.perf_counter() - start, info)
+        return Suggestion(as_dict(candidates[index]), time.perf_counter() - start, info)
 
     def _diversity_choice(self, history, obs_x, cand_x, ei, y_val, rng, info):
         ok = [i for i, obs in enumerate(history) if obs.val_pred is not None]
@@ -134,33 +148,6 @@ class Optimizer:
         self._diversity_cache = ((kind, ensemble_size), list(ok), matrix)
         return matrix
 
-    def _random_unseen(self, rng, seen, tries: int = 20) -> Dict:
-        for _ in range(tries):
-            config = self.space.sample(1, seed=int(rng.integers(2**31)))[0]
-            if _key(config) not in seen:
-                return config
-        return config  # a tiny space may be exhausted: re-evaluating beats stopping
-
-    def _candidates(self, history, obs_x: np.ndarray, rng):
-        """Random plus local candidates as ``Configuration`` objects and their encoding, minus
-        duplicates and configurations already evaluated (compared on the encoded vectors)."""
-        configs = list(self.space.sample_configurations(self.n_random, seed=int(rng.integers(2**31))))
-        ranked = sorted(
-            (obs for obs in history if obs.status == "ok"), key=lambda obs: (obs.val_loss, obs.index)
-        )
-        per_parent = max(1, self.n_local // max(1, min(5, len(ranked))))
-        for obs in ranked[:5]:
-            configs.extend(self.space.neighbour_configurations(obs.config, per_parent, rng))
-        if not configs:
-            return [], np.empty((0, obs_x.shape[1]))
-        cand_x = self.space.encode(configs)
-        keys = np.round(np.vstack([obs_x, cand_x]), 9)
-        _, first = np.unique(keys, axis=0, return_index=True)
-        keep = np.sort(first[first >= len(obs_x)]) - len(obs_x)
-        seen_rows = {row.tobytes() for row in keys[: len(obs_x)]}
-        keep = np.array([i for i in keep if keys[len(obs_x) + i].tobytes() not in seen_rows], dtype=np.intp)
-        return [configs[i] for i in keep], cand_x[keep]
-
 
 def _losses_with_failures(history) -> np.ndarray:
     """Validation losses; failed runs get the worst successful loss, so they repel without distorting the fit."""
@@ -169,7 +156,3 @@ def _losses_with_failures(history) -> np.ndarray:
     worst = losses[ok].max() if ok.any() else 1.0
     losses[~ok] = worst
     return losses
-
-
-def _key(config: Dict) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in config.items()))

@@ -23,6 +23,16 @@ class SelectionResult(NamedTuple):
     picks: np.ndarray  # (size,) model index chosen in each round
 
 
+def addition_losses(preds, y, loss: LossSpec = "error"):
+    """A function ``(running, count) -> (m,)``: the loss of ``(running + preds[h]) / count`` for every model h.
+
+    ``running`` is the sum of the members already chosen; ensemble-building searches (EO's slot
+    replacement) use it to score every observed model against the current ensemble in one pass.
+    """
+    preds = as_predictions(preds)
+    return _round_loss_function(preds.astype(np.float64), as_targets(y, preds), loss)
+
+
 def ensemble_selection(preds, y, loss: LossSpec = "error", size: int = 25, seed: int = 0) -> SelectionResult:
     """Greedy forward selection with replacement (Caruana et al. 2004) of ``size`` rounds.
 

@@ -113,6 +113,7 @@ class DiversityAwareSelector:
         tau: float = 0.2,
         n_samples: int = 20,
         seed: int = 0,
+        fixed_weight: Optional[float] = None,
     ):
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
@@ -125,11 +126,14 @@ class DiversityAwareSelector:
             raise ValueError("ensemble_size and n_samples must be at least 1")
         if int(seed) < 0:
             raise ValueError("seed must be a non-negative integer")
+        if fixed_weight is not None and not (np.isfinite(fixed_weight) and fixed_weight >= 0):
+            raise ValueError(f"fixed_weight must be a finite number >= 0; got {fixed_weight!r}")
         self.method, self.metric, self.kind = method, metric, kind
         self.ensemble_size, self.pool_builder = int(ensemble_size), pool_builder
         self.n_members, self.max_pairs = int(n_members), int(max_pairs)
         self.kappa, self.beta, self.tau = float(kappa), float(beta), float(tau)
         self.n_samples, self.seed = int(n_samples), int(seed)
+        self.fixed_weight = None if fixed_weight is None else float(fixed_weight)
 
         self.pool_: Optional[Pool] = None
         self.diversity_: Optional[np.ndarray] = None  # (t, t) pairwise diversity of the observations
@@ -142,7 +146,10 @@ class DiversityAwareSelector:
         return 0 if self.observations_ is None else self.observations_.shape[0]
 
     def weight(self, t) -> float:
-        """The method's diversity weight after ``t`` observations."""
+        """The method's diversity weight after ``t`` observations (``fixed_weight``, DivBO's Table 8
+        ablation, replaces the schedule)."""
+        if self.fixed_weight is not None:
+            return self.fixed_weight
         if self.method == "divbo":
             return divbo_weight(t, self.beta, self.tau)
         return optdivbo_weight(t, self.tau)

@@ -155,8 +155,8 @@ def test_incremental_diversity_matrix_equals_full(kind):
 
 
 def test_agnostic_bayes_ensemble_and_time_budget(cls_splits):
-    result = search(cls_splits, "classification", n_classes=2, method="bo", space=tiny_space("classification"),
-                    budget=None, time_budget=8.0, seed=2, ensemble="agnostic_bayes", optimizer_options=FAST)
+    result = search(cls_splits, "classification", n_classes=2, method="bo-es", space=tiny_space("classification"),
+                    budget=None, time_budget=15.0, seed=2, ensemble="agnostic_bayes", optimizer_options=FAST)
     assert len(result.history) >= 2
     assert result.weights.sum() == pytest.approx(1.0)
     assert all(result.history[i].status == "ok" for i in result.member_indices)

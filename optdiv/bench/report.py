@@ -1,0 +1,284 @@
+"""`optdiv report DIR`: the papers' tables and figures from a bench directory's results.csv and traces.
+
+Writes ``DIR/report.md`` (and PNG figures when matplotlib is installed):
+- one table per metric in the papers' layout: methods as rows, datasets as columns, mean +- std over
+  seeds of the test loss (classification error in %), the best mean in bold, the paper's number beside
+  ours where the paper has the same dataset and method, and the average rank;
+- Wilcoxon signed-rank better/same/worse counts of a reference method against every other one;
+- figures: average rank over iterations (DivBO Fig. 3), validation curves, minimum diversity of the
+  suggestions (DivBO Fig. 5) and the final ensemble's pairwise diversity (DivBO Fig. 6).
+The mode (live or replay) of every number is stated in the report.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from optdiv.bench.paper import paper_cell
+from optdiv.bench.stats import average_ranks, better_same_worse
+
+METRIC_TITLES = {"error": "Classification test error (%)", "mse": "Regression test MSE", "mae": "Regression test MAE"}
+FOCUS_METHODS = ("bo-es", "rb-es", "divbo", "optdivbo")
+#: Row order of the tables: the papers' order, then the variants.
+PAPER_ORDER = ("rs", "bo", "rb", "eo", "nes", "rs-es", "bo-es", "bo-es100", "rb-es", "kbo-es", "divbo-", "divbo",
+               "divbo-w0.1", "divbo-b0.01", "divbo-bagging", "divbo-stacking", "optdivbo-", "optdivbo")
+
+
+def read_results(directory: Path) -> List[Dict]:
+    path = Path(directory) / "results.csv"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: run `optdiv bench --out {directory}` first")
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        for key in ("best_val_error", "val_error", "test_error", "wall_seconds", "optimizer_seconds"):
+            row[key] = float(row[key])
+        row["seed"] = int(row["seed"])
+    return rows
+
+
+def scale(metric: str) -> float:
+    return 100.0 if metric == "error" else 1.0
+
+
+def _fmt(value: float, metric: str) -> str:
+    if not np.isfinite(value):
+        return "-"
+    if metric == "error":
+        return f"{value:.2f}"
+    return f"{value:.4g}"
+
+
+def _order(values: Sequence[str], preferred: Optional[Sequence[str]]) -> List[str]:
+    seen = list(dict.fromkeys(values))
+    if not preferred:
+        return seen
+    return [v for v in preferred if v in seen] + [v for v in seen if v not in preferred]
+
+
+def results_table(rows: List[Dict], metric: str, methods: Optional[Sequence[str]] = None,
+                  value: str = "test_error") -> Dict:
+    """Per (method, dataset): the seeds' values (scaled to the report's units)."""
+    cells: Dict[str, Dict[str, Dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    for row in rows:
+        if row["metric"] == metric:
+            cells[row["method"]][row["dataset"]][row["seed"]] = row[value] * scale(metric)
+    order = _order([r["method"] for r in rows if r["metric"] == metric], methods or PAPER_ORDER)
+    datasets = sorted({r["dataset"] for r in rows if r["metric"] == metric}, key=str.lower)
+    return {"methods": order, "datasets": datasets, "cells": cells}
+
+
+def markdown_table(table: Dict, metric: str, with_paper: bool = True) -> str:
+    methods, datasets, cells = table["methods"], table["datasets"], table["cells"]
+    means = {d: {m: float(np.mean(list(cells[m][d].values()))) for m in methods if cells[m].get(d)} for d in datasets}
+    ranks = average_ranks(means, methods)
+    best = {d: min(row.values()) for d, row in means.items() if row}
+    lines = ["| method | " + " | ".join(datasets) + " | avg rank |", "|---" * (len(datasets) + 2) + "|"]
+    for m in methods:
+        parts = []
+        for d in datasets:
+            seeds = cells[m].get(d)
+            if not seeds:
+                parts.append("-")
+                continue
+            values = np.array(list(seeds.values()))
+            text = f"{_fmt(values.mean(), metric)} ± {_fmt(values.std(ddof=1) if len(values) > 1 else 0.0, metric)}"
+            if np.isclose(values.mean(), best[d]):
+                text = f"**{text}**"
+            if len(values) < max(len(cells[x].get(d, {})) for x in methods):
+                text += f" (n={len(values)})"
+            paper = paper_cell(metric, m, d) if with_paper else None
+            if paper is not None:
+                text += f" [paper {_fmt(paper[0], metric)}]"
+            parts.append(text)
+        rank = ranks.get(m, float("nan"))
+        lines.append(f"| {m} | " + " | ".join(parts) + f" | {rank:.2f} |" if np.isfinite(rank) else
+                     f"| {m} | " + " | ".join(parts) + " | - |")
+    return "\n".join(lines)
+
+
+def wilcoxon_table(table: Dict, reference: str, alpha: float = 0.05) -> str:
+    methods, datasets, cells = table["methods"], table["datasets"], table["cells"]
+    if reference not in methods:
+        return f"(no runs of the reference method {reference!r})"
+    lines = [f"| {reference} vs | better | same | worse | datasets |", "|---|---|---|---|---|"]
+    for m in methods:
+        if m == reference:
+            continue
+        paired = {}
+        for d in datasets:
+            common = sorted(set(cells[reference].get(d, {})) & set(cells[m].get(d, {})))
+            if common:
+                paired[d] = ([cells[reference][d][s] for s in common], [cells[m][d][s] for s in common])
+        b, s, w = better_same_worse(paired, alpha)
+        lines.append(f"| {m} | {b} | {s} | {w} | {len(paired)} |")
+    return "\n".join(lines)
+
+
+def read_traces(directory: Path) -> Dict:
+    """traces[(dataset, metric, method)][seed] = rows of trace.csv."""
+    traces: Dict = defaultdict(dict)
+    for path in Path(directory).glob("runs/*/*/*/seed-*/trace.csv"):
+        seed = int(path.parent.name.split("-", 1)[1])
+        method, metric, dataset = path.parent.parent.name, path.parent.parent.parent.name, \
+            path.parent.parent.parent.parent.name
+        with open(path, newline="") as fh:
+            traces[(dataset, metric, method)][seed] = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(fh)]
+    return traces
+
+
+def mean_curve(by_seed: Dict[int, List[Dict]], column: str):
+    """(iterations, mean over seeds) on the iterations every seed has."""
+    common = None
+    for rows in by_seed.values():
+        its = {int(r["iteration"]) for r in rows}
+        common = its if common is None else common & its
+    iterations = sorted(common or [])
+    values = []
+    for it in iterations:
+        vals = [r[column] for rows in by_seed.values() for r in rows if int(r["iteration"]) == it]
+        vals = [v for v in vals if np.isfinite(v)]
+        values.append(np.mean(vals) if vals else np.nan)
+    return np.array(iterations), np.array(values)
+
+
+def rank_over_iterations(traces: Dict, metric: str, methods: Sequence[str]):
+    """(iterations, {method: average rank of its final-model validation loss across datasets})."""
+    datasets = sorted({d for (d, m, _) in traces if m == metric})
+    curves = {}
+    for d in datasets:
+        per = {meth: mean_curve(traces[(d, metric, meth)], "val") for meth in methods if (d, metric, meth) in traces}
+        if len(per) == len(methods):
+            curves[d] = per
+    if not curves:
+        return np.array([]), {}
+    iterations = sorted(set.intersection(*[set(c[0].tolist()) for per in curves.values() for c in per.values()]))
+    from scipy.stats import rankdata
+
+    out = {m: [] for m in methods}
+    for it in iterations:
+        ranks = []
+        for per in curves.values():
+            vals = [per[m][1][list(per[m][0]).index(it)] for m in methods]
+            ranks.append(rankdata(vals, method="average"))
+        mean_rank = np.nanmean(np.array(ranks), axis=0)
+        for m, r in zip(methods, mean_rank):
+            out[m].append(r)
+    return np.array(iterations), {m: np.array(v) for m, v in out.items()}
+
+
+def write_figures(directory: Path, traces: Dict, tables: Dict[str, Dict], focus: Optional[str]) -> List[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    figures = []
+    for metric, table in tables.items():
+        methods = table["methods"]
+        iterations, ranks = rank_over_iterations(traces, metric, methods)
+        if len(iterations):
+            fig, ax = plt.subplots(figsize=(7, 4))
+            for m in methods:
+                ax.plot(iterations, ranks[m], label=m)
+            ax.set_xlabel("evaluations")
+            ax.set_ylabel("average rank (validation loss of the final model)")
+            ax.legend(fontsize=7, ncol=2)
+            name = f"rank_over_iterations_{metric}.png"
+            fig.tight_layout()
+            fig.savefig(Path(directory) / name, dpi=110)
+            plt.close(fig)
+            figures.append(name)
+        datasets = table["datasets"]
+        cols = min(4, len(datasets))
+        rows_n = int(np.ceil(len(datasets) / cols))
+        for column, label, stem in (("val", "validation loss of the final model", "validation_curves"),
+                                    ("min_diversity", "min diversity of suggestions to the pool", "min_diversity")):
+            fig, axes = plt.subplots(rows_n, cols, figsize=(4 * cols, 3 * rows_n), squeeze=False)
+            for ax, d in zip(axes.ravel(), datasets):
+                for m in methods:
+                    if (d, metric, m) in traces:
+                        x, y = mean_curve(traces[(d, metric, m)], column)
+                        ax.plot(x, y * (scale(metric) if column == "val" else 1.0), label=m)
+                ax.set_title(d, fontsize=9)
+            for ax in axes.ravel()[len(datasets):]:
+                ax.axis("off")
+            axes[0, 0].set_ylabel(label, fontsize=8)
+            axes[0, 0].legend(fontsize=6)
+            name = f"{stem}_{metric}.png"
+            fig.tight_layout()
+            fig.savefig(Path(directory) / name, dpi=90)
+            plt.close(fig)
+            figures.append(name)
+        target = focus if focus in datasets else (datasets[0] if datasets else None)
+        shown = [m for m in methods if m in FOCUS_METHODS] or methods[:4]
+        mats = []
+        for m in shown:
+            path = Path(directory) / "runs" / str(target) / metric / m / "seed-0" / "result.json"
+            if path.exists():
+                mats.append((m, np.array(json.loads(path.read_text())["member_diversity"])))
+        if mats:
+            fig, axes = plt.subplots(1, len(mats), figsize=(3.2 * len(mats), 3), squeeze=False)
+            for ax, (m, mat) in zip(axes[0], mats):
+                im = ax.imshow(mat, cmap="viridis", vmin=0)
+                ax.set_title(f"{m} ({target})", fontsize=8)
+                fig.colorbar(im, ax=ax, fraction=0.046)
+            name = f"ensemble_diversity_{target}_{metric}.png"
+            fig.tight_layout()
+            fig.savefig(Path(directory) / name, dpi=100)
+            plt.close(fig)
+            figures.append(name)
+    return figures
+
+
+def write_report(directory, methods: Optional[Sequence[str]] = None, reference: str = "optdivbo",
+                 focus: Optional[str] = "quake", figures: bool = True) -> Path:
+    directory = Path(directory)
+    rows = read_results(directory)
+    settings_path = directory / "bench.json"
+    settings = json.loads(settings_path.read_text()) if settings_path.exists() else {}
+    modes = sorted({r["mode"] for r in rows})
+    out = [f"# Benchmark report: {directory.name}", ""]
+    out.append(f"Mode: **{', '.join(modes)}**" + (
+        f" (replay over a library of {settings.get('library')} random configurations per dataset, split seed 0; "
+        "seeds vary the search only)" if "replay" in modes else " (real evaluations; seeds vary split and search)"))
+    out.append(f"Budget: {settings.get('budget', '?')} evaluations; space: {settings.get('space', '?')}; "
+               f"runs: {len(rows)}; seeds: {len({r['seed'] for r in rows})}.")
+    out.append("")
+    out.append("Cells: mean ± std over seeds of the test loss of each method's final model; **bold** = best mean; "
+               "[paper X] = the published mean for the same dataset and method (different implementation, "
+               "machine and, for replay, a restricted candidate set: compare ranks, not decimals). "
+               "(n=k) marks a cell with fewer seeds than its row's maximum.")
+    tables = {}
+    for metric in ("error", "mse", "mae"):
+        if not any(r["metric"] == metric for r in rows):
+            continue
+        table = results_table(rows, metric, methods)
+        tables[metric] = table
+        out += ["", f"## {METRIC_TITLES[metric]}", "", markdown_table(table, metric), ""]
+        out += [f"Wilcoxon signed-rank test per dataset (paired by seed, p <= 0.05): {reference} is better / the "
+                "same / worse than each method on this many datasets.", "", wilcoxon_table(table, reference), ""]
+        val_table = results_table(rows, metric, methods, value="val_error")
+        out += [f"Validation loss of the final model (same units; the search saw these):", "",
+                markdown_table(val_table, metric, with_paper=False), ""]
+        seconds = defaultdict(list)
+        for r in rows:
+            if r["metric"] == metric:
+                seconds[r["method"]].append(r["optimizer_seconds"] / max(1, int(r["n_evaluations"])))
+        out += ["Suggestion time per evaluation (s, mean over runs): " + ", ".join(
+            f"{m} {np.mean(seconds[m]):.3f}" for m in table["methods"] if seconds[m]), ""]
+    if figures:
+        names = write_figures(directory, read_traces(directory), tables, focus)
+        if names:
+            out += ["## Figures", ""] + [f"![{n}]({n})" for n in names] + [""]
+    path = directory / "report.md"
+    path.write_text("\n".join(out))
+    return path

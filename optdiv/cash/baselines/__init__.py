@@ -1,0 +1,1 @@
+"""The papers' CASH and ensemble-search baselines, each a suggestion strategy over a candidate source."""

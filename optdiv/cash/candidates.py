@@ -1,0 +1,152 @@
+"""Where suggestions come from: the whole search space (live runs) or a fixed library (replay runs).
+
+Every optimiser draws its random picks, its acquisition candidates and its mutations through one of
+these two sources, so a method behaves the same in both modes and differs only in what it may choose:
+- `SpaceCandidates`: random samples of the space plus one-exchange neighbours of good observations;
+- `LibraryCandidates`: the library members not yet evaluated (see optdiv.bench.library).
+Both can restrict themselves to one algorithm (the arms of Rising Bandit and per-algorithm BO).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from optdiv.cash.cs_compat import config_to_dict
+
+
+def config_key(config: Dict) -> tuple:
+    """A hashable identity of a configuration dict (values compared by repr, so 1 and 1.0 differ)."""
+    return tuple(sorted((k, repr(v)) for k, v in config.items()))
+
+
+def algorithm_codes(space, encoded: np.ndarray) -> np.ndarray:
+    """Algorithm name of each encoded row, read from the algorithm column without decoding."""
+    algorithms = space.algorithms()
+    if space.algorithm_key is None or len(algorithms) == 1:
+        return np.full(len(encoded), algorithms[0], dtype=object)
+    column = [name for name, _, _ in space._columns].index(space.algorithm_key)
+    index = np.rint(encoded[:, column] * (len(algorithms) - 1)).astype(np.intp)
+    return np.asarray(algorithms, dtype=object)[index]
+
+
+class SpaceCandidates:
+    """Live mode: anything in the space can be suggested."""
+
+    replay = False
+
+    def __init__(self, space):
+        self.space = space
+
+    def algorithms(self) -> List[str]:
+        return list(self.space.algorithms())
+
+    def random(self, rng: np.random.Generator, seen: set, algorithm: Optional[str] = None, tries: int = 20) -> Dict:
+        config = None
+        for _ in range(tries):
+            batch = self.space.sample(1 if algorithm is None else 64, seed=int(rng.integers(2**31)))
+            for config in batch:
+                if algorithm is not None and self.space.algorithm_of(config) != algorithm:
+                    continue
+                if config_key(config) not in seen:
+                    return config
+        if config is None or (algorithm is not None and self.space.algorithm_of(config) != algorithm):
+            raise RuntimeError(f"could not sample a configuration of algorithm {algorithm!r}")
+        return config  # a tiny space may be exhausted: re-evaluating beats stopping
+
+    def candidates(
+        self, history: Sequence, obs_x: np.ndarray, rng: np.random.Generator, n_random: int, n_local: int,
+        algorithm: Optional[str] = None,
+    ) -> Tuple[list, np.ndarray]:
+        """Random plus local candidates (``Configuration`` objects) and their encoding, minus duplicates and
+        configurations already evaluated (compared on the encoded vectors)."""
+        configs = list(self.space.sample_configurations(n_random, seed=int(rng.integers(2**31))))
+        ranked = sorted((obs for obs in history if obs.status == "ok"), key=lambda obs: (obs.val_loss, obs.index))
+        per_parent = max(1, n_local // max(1, min(5, len(ranked))))
+        for obs in ranked[:5]:
+            configs.extend(self.space.neighbour_configurations(obs.config, per_parent, rng))
+        if not configs:
+            return [], np.empty((0, obs_x.shape[1]))
+        cand_x = self.space.encode(configs)
+        if algorithm is not None:
+            mine = np.flatnonzero(algorithm_codes(self.space, cand_x) == algorithm)
+            configs, cand_x = [configs[i] for i in mine], cand_x[mine]
+            if not configs:
+                return [], np.empty((0, obs_x.shape[1]))
+        keys = np.round(np.vstack([obs_x, cand_x]), 9)
+        _, first = np.unique(keys, axis=0, return_index=True)
+        keep = np.sort(first[first >= len(obs_x)]) - len(obs_x)
+        seen_rows = {row.tobytes() for row in keys[: len(obs_x)]}
+        keep = np.array([i for i in keep if keys[len(obs_x) + i].tobytes() not in seen_rows], dtype=np.intp)
+        return [configs[i] for i in keep], cand_x[keep]
+
+    def mutate(self, config: Dict, rng: np.random.Generator, seen: set) -> Dict:
+        """A random one-exchange neighbour not evaluated yet (the parent's own algorithm may change)."""
+        for neighbour in self.space.neighbours(config, 20, rng):
+            if config_key(neighbour) not in seen:
+                return neighbour
+        return self.random(rng, seen)
+
+
+class LibraryCandidates:
+    """Replay mode: suggestions are library members not evaluated yet."""
+
+    replay = True
+
+    def __init__(self, library):
+        self.library = library
+        self.keys = [config_key(c) for c in library.configs]
+        first: Dict[tuple, int] = {}
+        for i, key in enumerate(self.keys):
+            first.setdefault(key, i)
+        self.index_of = first
+        # a duplicate member (a tiny sub-space sampled twice) is never offered: it would repeat a run
+        self.offerable = np.array([first[key] == i for i, key in enumerate(self.keys)])
+        self.codes = np.asarray(library.algorithms, dtype=object)
+
+    def algorithms(self) -> List[str]:
+        return sorted(set(self.codes[self.offerable]))
+
+    def open_members(self, seen: set, algorithm: Optional[str] = None) -> np.ndarray:
+        mask = self.offerable.copy()
+        if algorithm is not None:
+            mask &= self.codes == algorithm
+        return np.array([i for i in np.flatnonzero(mask) if self.keys[i] not in seen], dtype=np.intp)
+
+    def random(self, rng: np.random.Generator, seen: set, algorithm: Optional[str] = None, tries: int = 0) -> Dict:
+        members = self.open_members(seen, algorithm)
+        if len(members) == 0:
+            members = self.open_members(seen, None)
+        if len(members) == 0:
+            raise LibraryExhausted("every library member has been evaluated: grow the library or lower the budget")
+        return dict(self.library.configs[int(rng.choice(members))])
+
+    def candidates(self, history, obs_x, rng, n_random: int, n_local: int, algorithm: Optional[str] = None):
+        seen = {config_key(obs.config) for obs in history}
+        members = self.open_members(seen, algorithm)
+        return [dict(self.library.configs[i]) for i in members], self.library.encoded[members]
+
+    def mutate(self, config: Dict, rng: np.random.Generator, seen: set) -> Dict:
+        """The library's stand-in for a one-exchange move: one of the three open members nearest to the
+        parent in the encoding, preferring the parent's algorithm."""
+        algorithm = self.library.algorithms[self.index_of[config_key(config)]] if config_key(config) in self.index_of \
+            else None
+        members = self.open_members(seen, algorithm)
+        if len(members) == 0:
+            members = self.open_members(seen, None)
+        if len(members) == 0:
+            raise LibraryExhausted("every library member has been evaluated: grow the library or lower the budget")
+        parent = self.library.encoded[self.index_of[config_key(config)]] if config_key(config) in self.index_of \
+            else self.library.encoded[members].mean(axis=0)
+        distance = np.abs(self.library.encoded[members] - parent).sum(axis=1)
+        nearest = members[np.argsort(distance, kind="stable")[:3]]
+        return dict(self.library.configs[int(rng.choice(nearest))])
+
+
+class LibraryExhausted(RuntimeError):
+    pass
+
+
+def as_dict(config) -> Dict:
+    return config if isinstance(config, dict) else config_to_dict(config)

@@ -1,0 +1,96 @@
+"""Every method `optdiv run` and `optdiv bench` know, by the papers' names.
+
+A method is a suggestion strategy plus how its final model is made:
+- ``single``: the best run by validation loss (RS, BO, RB, DivBO-);
+- ``ensemble``: post-hoc ensemble selection over all runs (the ``-ES`` designs, DivBO, OptDivBO), or
+  Agnostic Bayes with ``--ensemble agnostic_bayes``;
+- ``own``: the strategy's own ensemble (EO);
+- ``bagging`` / ``stacking``: the 5 best runs averaged uniformly / combined by a meta-model (DivBO Table 9).
+Names ending in ``-`` (``divbo-``, ``optdivbo-``, ``rs-``, ``bo-``) mean the single best run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+from optdiv.cash.baselines.ensemble_optimization import EnsembleOptimization
+from optdiv.cash.baselines.evolution import RegularisedEvolutionEnsemble
+from optdiv.cash.baselines.per_algorithm import PerAlgorithmBO
+from optdiv.cash.baselines.rising_bandit import RisingBandit
+from optdiv.cash.optimizers import Optimizer
+
+FINALS = ("single", "ensemble", "own", "bagging", "stacking")
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    strategy: str  # rs | bo | divbo | optdivbo | rb | kbo | eo | nes
+    final: str
+    description: str
+    ensemble_size: Optional[int] = None  # None: the run's --ensemble-size (25 by default)
+    options: Dict = field(default_factory=dict)
+
+
+def _spec(name, strategy, final, description, ensemble_size=None, **options):
+    return MethodSpec(name, strategy, final, description, ensemble_size, options)
+
+
+METHODS: Dict[str, MethodSpec] = {
+    spec.name: spec
+    for spec in (
+        _spec("rs", "rs", "single", "random search, best single model"),
+        _spec("bo", "bo", "single", "Bayesian optimisation (PRF + EI), best single model"),
+        _spec("rb", "rb", "single", "Rising Bandit over algorithms (alpha 3, 5 trials per arm), best single model"),
+        _spec("eo", "eo", "own", "Ensemble Optimization, ensemble of 12 renewed slot by slot", selector_size=12),
+        _spec("nes", "nes", "ensemble", "regularised-evolution ensemble search, population 30", ensemble_size=10),
+        _spec("rs-es", "rs", "ensemble", "random search + post-hoc ensemble selection"),
+        _spec("bo-es", "bo", "ensemble", "BO + post-hoc ensemble selection (auto-sklearn's default)"),
+        _spec("bo-es100", "bo", "ensemble", "BO + post-hoc ensemble selection of size 100 (DivBO Table 10)",
+              ensemble_size=100),
+        _spec("rb-es", "rb", "ensemble", "Rising Bandit + post-hoc ensemble selection (VolcanoML's default)"),
+        _spec("kbo-es", "kbo", "ensemble", "one BO per algorithm, equal budget each, + ensemble selection"),
+        _spec("divbo-", "divbo", "single", "DivBO's search, best single model"),
+        _spec("divbo", "divbo", "ensemble", "DivBO: diversity-aware BO + ensemble selection"),
+        _spec("divbo-w0.1", "divbo", "ensemble", "DivBO with a fixed diversity weight 0.1 (DivBO Table 8)",
+              fixed_weight=0.1),
+        _spec("divbo-b0.01", "divbo", "ensemble", "DivBO with beta 0.01 (OptDivBO's regression setting)",
+              beta=0.01),
+        _spec("divbo-bagging", "divbo", "bagging", "DivBO's search, uniform average of the 5 best (Table 9)"),
+        _spec("divbo-stacking", "divbo", "stacking", "DivBO's search, meta-model over the 5 best (Table 9)"),
+        _spec("optdivbo-", "optdivbo", "single", "OptDivBO's search, best single model"),
+        _spec("optdivbo", "optdivbo", "ensemble", "OptDivBO: optimal-diversity BO + ensemble selection"),
+    )
+}
+ALIASES = {"rs-": "rs", "bo-": "bo"}
+
+
+def get_method(name: str) -> MethodSpec:
+    key = ALIASES.get(name, name)
+    if key not in METHODS:
+        raise ValueError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}")
+    return METHODS[key]
+
+
+def make_strategy(spec: MethodSpec, space, metric: str, seed: int = 0, candidates=None,
+                  budget: Optional[int] = None, optimizer_options: Optional[Dict] = None):
+    """The object whose ``suggest(history, y_val)`` drives the search for ``spec``."""
+    options = dict(optimizer_options or {})
+    if spec.strategy in ("rs", "bo", "divbo", "optdivbo"):
+        selector_options = dict(options.pop("selector_options", {}) or {})
+        selector_options.update({k: v for k, v in spec.options.items() if k in ("fixed_weight", "beta")})
+        return Optimizer(space, spec.strategy, metric, seed=seed, candidates=candidates,
+                         selector_options=selector_options, **options)
+    options.pop("selector_options", None)
+    if spec.strategy == "rb":
+        return RisingBandit(space, metric, seed=seed, candidates=candidates, budget=budget, **options)
+    if spec.strategy == "kbo":
+        return PerAlgorithmBO(space, metric, seed=seed, candidates=candidates, **options)
+    if spec.strategy == "eo":
+        return EnsembleOptimization(space, metric, seed=seed, candidates=candidates,
+                                    ensemble_size=spec.options.get("selector_size", 12), **options)
+    if spec.strategy == "nes":
+        return RegularisedEvolutionEnsemble(space, metric, seed=seed, candidates=candidates,
+                                            ensemble_size=spec.ensemble_size or 10)
+    raise ValueError(f"method {spec.name!r} has an unknown strategy {spec.strategy!r}")

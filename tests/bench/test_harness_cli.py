@@ -1,0 +1,88 @@
+"""`optdiv bench` and `optdiv report` end to end on small CSVs: replay and live, resume, report."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from optdiv.cli import main
+
+
+@pytest.fixture(scope="module")
+def small_csvs(tmp_path_factory):
+    from sklearn.datasets import load_breast_cancer, load_diabetes
+
+    root = tmp_path_factory.mktemp("data")
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    rows = np.random.default_rng(0).choice(len(y), 150, replace=False)
+    frame = X.iloc[rows, :6].reset_index(drop=True)
+    frame["target"] = y.iloc[rows].to_numpy()
+    frame.to_csv(root / "tinycancer.csv", index=False)
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    frame = X.iloc[:120, :5].copy()
+    frame["target"] = y[:120].to_numpy()
+    frame.to_csv(root / "tinydiabetes.csv", index=False)
+    return root
+
+
+def _rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_replay_bench_resumes_and_reports(small_csvs, tmp_path, capsys):
+    out, cache = tmp_path / "bench", tmp_path / "cache"
+    args = ["bench", "--datasets", str(small_csvs / "tinycancer.csv"), "--methods", "rs,bo-es,rb-es,optdivbo",
+            "--seeds", "0-1", "--budget", "10", "--library", "16", "--cache", str(cache), "--jobs", "2",
+            "--trace-every", "5", "--out", str(out)]
+    assert main(args) == 0
+    rows = _rows(out / "results.csv")
+    assert sorted((r["method"], r["seed"]) for r in rows) == sorted(
+        (m, str(s)) for m in ("rs", "bo-es", "rb-es", "optdivbo") for s in (0, 1))
+    assert {r["mode"] for r in rows} == {"replay"} and {r["n_evaluations"] for r in rows} == {"10"}
+    assert {r["library_size"] for r in rows} == {"16"}
+    result = out / "runs" / "tinycancer" / "error" / "optdivbo" / "seed-0" / "result.json"
+    trace = _rows(result.parent / "trace.csv")
+    assert [int(float(r["iteration"])) for r in trace] == [5, 10]
+    stamp = result.stat().st_mtime_ns
+
+    capsys.readouterr()
+    assert main(args) == 0  # everything is finished: nothing is redone
+    assert "0 searches to run" in capsys.readouterr().err
+    assert result.stat().st_mtime_ns == stamp
+    assert len(_rows(out / "results.csv")) == 8
+
+    assert main(args[:-2] + ["--budget", "12", "--out", str(out)]) == 2  # other settings, same directory
+
+    assert main(["report", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    assert "## Classification test error (%)" in report and "replay" in report
+    for method in ("rs", "bo-es", "rb-es", "optdivbo"):
+        assert f"| {method} |" in report
+    assert "optdivbo vs | better | same | worse" in report
+    assert (out / "rank_over_iterations_error.png").exists()
+    assert (out / "ensemble_diversity_tinycancer_error.png").exists()
+
+
+def test_live_bench_runs_regression_under_both_metrics(small_csvs, tmp_path):
+    out = tmp_path / "live"
+    args = ["bench", "--datasets", f"tinydiabetes", "--data-dir", str(small_csvs), "--methods", "rs,rs-es",
+            "--seeds", "0", "--budget", "3", "--time-limit", "30", "--out", str(out)]
+    assert main(args) == 0
+    rows = _rows(out / "results.csv")
+    assert sorted((r["metric"], r["method"]) for r in rows) == [("mae", "rs"), ("mae", "rs-es"), ("mse", "rs"),
+                                                                 ("mse", "rs-es")]
+    assert {r["mode"] for r in rows} == {"live"}
+    assert all(float(r["test_error"]) > 0 for r in rows)
+    # the live search is stored, so an interrupted bench resumes it instead of refitting
+    assert (out / "search" / "tinydiabetes" / "mse" / "rs" / "seed-0" / "observations.jsonl").exists()
+
+
+def test_bench_rejects_unknown_methods_and_bad_seeds(small_csvs, tmp_path):
+    base = ["bench", "--datasets", str(small_csvs / "tinycancer.csv"), "--out", str(tmp_path / "x")]
+    assert main(base + ["--methods", "bo-es,nope"]) == 2
+    assert main(base + ["--methods", "bo-es", "--seeds", "-3"]) == 2
+    assert main(base + ["--methods", "bo-es", "--library", "5", "--budget", "10"]) == 2

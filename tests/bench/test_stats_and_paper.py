@@ -1,0 +1,70 @@
+"""Rank and Wilcoxon summaries on hand examples; the paper table lookups; the stacking combiner."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from optdiv.bench.paper import paper_cell
+from optdiv.bench.stats import average_ranks, better_same_worse, compare
+from optdiv.cash.final_ensemble import Stacker
+
+
+def test_average_ranks_by_hand():
+    means = {
+        "d1": {"a": 1.0, "b": 2.0, "c": 3.0},
+        "d2": {"a": 2.0, "b": 1.0, "c": 3.0},
+        "d3": {"a": 1.0, "b": 1.0, "c": 0.5},  # a and b tie for ranks 2 and 3
+    }
+    ranks = average_ranks(means, ["a", "b", "c"])
+    assert ranks["a"] == pytest.approx((1 + 2 + 2.5) / 3)
+    assert ranks["b"] == pytest.approx((2 + 1 + 2.5) / 3)
+    assert ranks["c"] == pytest.approx((3 + 3 + 1) / 3)
+
+
+def test_average_ranks_skip_datasets_missing_a_method():
+    means = {"d1": {"a": 1.0, "b": 2.0}, "d2": {"a": 5.0}}
+    assert average_ranks(means, ["a", "b"]) == {"a": 1.0, "b": 2.0}
+
+
+def test_wilcoxon_better_same_worse():
+    ours = [1.0, 1.1, 0.9, 1.2, 1.0, 0.95, 1.05, 1.1, 0.9, 1.0]
+    worse_by_a_lot = [x + 0.5 + 0.01 * i for i, x in enumerate(ours)]
+    assert compare(ours, worse_by_a_lot) == "better"
+    assert compare(worse_by_a_lot, ours) == "worse"
+    assert compare(ours, ours) == "same"
+    # three seeds can never reach p <= 0.05 (the exact two-sided minimum is 0.25)
+    assert compare([1, 1, 1], [2, 2, 2]) == "same"
+    noisy = [x + (0.01 if i % 2 else -0.01) for i, x in enumerate(ours)]
+    assert compare(ours, noisy) == "same"
+    counts = better_same_worse({"x": (ours, worse_by_a_lot), "y": (ours, ours), "z": (worse_by_a_lot, ours)})
+    assert counts == (1, 1, 1)
+    with pytest.raises(ValueError):
+        compare([1, 2], [1, 2, 3])
+
+
+def test_paper_numbers_are_the_published_cells():
+    assert paper_cell("error", "optdivbo", "quake") == (45.05, 1.37)
+    assert paper_cell("error", "divbo", "amazon_employee") == (5.15, 0.09)
+    assert paper_cell("error", "rs-es", "cpu_small") is None  # the paper's "720.00" typo is left out
+    assert paper_cell("error", "bo-es100", "wind") == (14.04, 0.47)
+    assert paper_cell("mse", "divbo-b0.01", "bodyfat") == (0.129, 0.070)
+    assert paper_cell("mae", "optdivbo", "space_ga") == (0.070, 0.0035)
+    assert paper_cell("error", "optdivbo", "no_such_dataset") is None
+
+
+def test_stacker_combines_members_into_probabilities_and_values():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 200)
+    members = [np.eye(3)[y] * 0.6 + rng.dirichlet(np.ones(3), 200) * 0.4 for _ in range(5)]
+    stacker = Stacker("classification", 3).fit(members, y)
+    probs = stacker.predict(members)
+    assert probs.shape == (200, 3)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0)
+    assert np.mean(probs.argmax(axis=1) == y) > 0.9
+    oof = stacker.cross_validated(members, y)
+    assert oof.shape == (200, 3) and np.mean(oof.argmax(axis=1) == y) > 0.8
+    target = rng.normal(size=200)
+    values = [target + rng.normal(scale=0.3, size=200) for _ in range(5)]
+    reg = Stacker("regression").fit(values, target)
+    assert np.mean((reg.predict(values) - target) ** 2) < np.mean((values[0] - target) ** 2)
