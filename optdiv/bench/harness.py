@@ -147,7 +147,8 @@ class Bench:
                                 "out": str(self.out), "time_limit": self.time_limit, "space": self.space,
                                 "trace_every": self.trace_every, "ensemble_size": self.ensemble_size,
                             })
-        return units
+        # seed-major: an interrupted bench leaves every dataset with the same seeds done
+        return sorted(units, key=lambda u: u["seed"])
 
     def run(self, jobs: int = 1, progress: Optional[Callable[[str], None]] = None) -> Path:
         say = progress or (lambda message: None)

@@ -23,7 +23,7 @@ def config_key(config: Dict) -> tuple:
 
 def algorithm_codes(space, encoded: np.ndarray) -> np.ndarray:
     """Algorithm name of each encoded row, read from the algorithm column without decoding."""
-    algorithms = space.algorithms()
+    algorithms = list(space.algorithms)
     if space.algorithm_key is None or len(algorithms) == 1:
         return np.full(len(encoded), algorithms[0], dtype=object)
     column = [name for name, _, _ in space._columns].index(space.algorithm_key)
@@ -40,7 +40,7 @@ class SpaceCandidates:
         self.space = space
 
     def algorithms(self) -> List[str]:
-        return list(self.space.algorithms())
+        return list(self.space.algorithms)
 
     def random(self, rng: np.random.Generator, seen: set, algorithm: Optional[str] = None, tries: int = 20) -> Dict:
         config = None

@@ -115,3 +115,28 @@ def test_nes_starts_random_then_mutates_ensemble_members(cls_library):
         parent = info["parent"]
         assert parent < step and history[parent].status == "ok"
         assert parent >= step - 10 - 3  # drawn from the aged population (the last 10 successful runs)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_algorithm_codes_read_the_algorithm_from_the_encoding(task):
+    from optdiv.cash.candidates import algorithm_codes
+    from optdiv.cash.spaces import get_space
+
+    space = get_space("autosklearn", task)
+    configs = space.sample(200, seed=4)
+    codes = algorithm_codes(space, space.encode(configs))
+    assert list(codes) == [space.algorithm_of(c) for c in configs]
+    assert len(set(codes)) > 5
+
+
+def test_live_candidates_restricted_to_one_algorithm():
+    from optdiv.cash.candidates import SpaceCandidates
+    from optdiv.cash.spaces import get_space
+
+    space = get_space("autosklearn", "classification")
+    source = SpaceCandidates(space)
+    rng = np.random.default_rng(0)
+    configs, encoded = source.candidates([], np.empty((0, space.n_hyperparameters)), rng, 500, 0, algorithm="lda")
+    assert configs and all(space.algorithm_of(c) == "lda" for c in configs)
+    assert encoded.shape == (len(configs), space.n_hyperparameters)
+    assert space.algorithm_of(source.random(rng, set(), algorithm="k_nearest_neighbors")) == "k_nearest_neighbors"

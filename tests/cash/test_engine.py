@@ -9,6 +9,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 from tiny_space import tiny_space
 
 from optdiv.cash.data import DataError, from_frame, split
+from optdiv.cash.methods import get_method
 from optdiv.cash.engine import resolve_metric, run, search
 from optdiv.cash.optimizers import Optimizer, parse_method
 from optdiv.cash.store import RunStore, RunStoreError
@@ -32,7 +33,8 @@ def cls_splits():
     return split(_breast_cancer(), seed=0)
 
 
-@pytest.mark.parametrize("method", ["rs", "bo", "divbo", "optdivbo", "optdivbo-"])
+@pytest.mark.parametrize("method", ["rs", "bo", "divbo", "optdivbo", "optdivbo-", "rb-es", "kbo-es", "eo", "nes",
+                                    "divbo-stacking", "bo-es"])
 def test_each_method_finishes_and_beats_chance(cls_splits, method):
     result = search(
         cls_splits, "classification", n_classes=2, method=method, space=tiny_space("classification"),
@@ -41,9 +43,10 @@ def test_each_method_finishes_and_beats_chance(cls_splits, method):
     assert len(result.history) == 9
     assert sum(result.weights) == pytest.approx(1.0)
     assert result.test_loss < 0.2  # breast_cancer: a majority guess errs on ~37%
-    if method.endswith("-"):
+    if get_method(method).final == "single":
         assert len(result.member_indices) == 1
     assert len(result.suggest_seconds) == 9
+    assert len({tuple(sorted(obs.config.items())) for obs in result.history}) == 9  # nothing suggested twice
 
 
 def test_diversity_methods_use_the_selector_after_the_initial_design(cls_splits):
