@@ -12,7 +12,8 @@ resolver picks versions that satisfy the host and optdiv together, then runs
 ``OPTDIV_REQUIRE_HOST=<host>`` (see tests/conftest.py: with it set, a host that
 fails to import is a test failure, not a skip).
 
-Extra arguments after ``--`` go to pytest, e.g. ``nox -s openbox -- -x -k smoke``.
+Extra arguments after ``--`` go to pytest, e.g. ``nox -s openbox -- -x -k smoke``; test paths given
+there replace the session's own (``nox -r -s openbox -- tests/hosts/openbox_host``).
 """
 
 from __future__ import annotations
@@ -182,8 +183,10 @@ def _report_versions(session: nox.Session, *extra: str) -> None:
 
 def _run_pytest(session: nox.Session, paths: list[str], env: dict[str, str]) -> None:
     # No success_codes: any non-zero pytest exit (failures, errors, or 5 = "no
-    # tests collected") fails the session.
-    session.run("pytest", *paths, "-ra", *session.posargs, env=env)
+    # tests collected") fails the session. Test paths given after `--` replace
+    # the session's own (`nox -r -s openbox -- tests/hosts/openbox_host -x`).
+    chosen = [a for a in session.posargs if not a.startswith("-") and os.path.exists(a.split("::")[0])]
+    session.run("pytest", *(chosen or paths), "-ra", *[a for a in session.posargs if a not in chosen], env=env)
 
 
 @nox.session(python=TESTS_PYTHON, venv_backend=VENV_BACKEND)

@@ -1,0 +1,180 @@
+"""Table 6 comparison: AutoGluon-Tabular's defaults vs DivBO / OptDivBO choosing AutoGluon's models.
+
+Every run gets the same data and the same wall-time budget: the papers' 60/20/20 split
+(``optdiv.cash.data.split``, stratified, one split per seed), train on the 60%, validation (AutoGluon's
+``tuning_data``: search, early stopping and the weighted ensemble) on the 20%, test error on the
+last 20%. ``autogluon`` is ``TabularPredictor.fit`` with its default presets; ``optdivbo``, ``divbo``
+(and ``bo``, ``rs``) are ``optdiv.integrations.autogluon.fit`` with AutoGluon's weighted ensemble.
+
+    python -m optdiv.bench.autogluon_compare --data ../shared/datasets/quake.csv --seeds 0 \\
+        --time-budget 60 --out .cache/ag_compare/tiny
+
+Each finished run is appended to ``OUT/runs.jsonl`` (a rerun skips runs already there, so an
+interrupted comparison resumes); ``OUT/summary.md`` holds the table with the papers' numbers beside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+
+METHODS = ("autogluon", "optdivbo", "divbo", "bo", "rs")
+
+#: Test error (%) published for the AutoGluon space: OptDivBO (KDD 2024) Table 6 and DivBO
+#: (NeurIPS 2022) Table 12. Keys: (column, dataset).
+PAPER = {
+    "AutoGluon-Tabular (T6)": {"elevators": 9.08, "house_8L": 9.95, "pol": 1.20, "quake": 44.70, "wind": 14.32},
+    "OptDivBO AG space (T6)": {"elevators": 9.00, "house_8L": 10.00, "pol": 1.15, "quake": 44.72, "wind": 14.22},
+    "AutoGluon-Tabular (T12)": {"elevators": 9.10, "house_8L": 9.98, "pol": 1.23, "quake": 44.72, "wind": 14.37},
+    "DivBO AG space (T12)": {"elevators": 9.01, "house_8L": 10.06, "pol": 1.18, "quake": 44.75, "wind": 14.24},
+}
+
+
+def _frames(dataset, seed: int, label: str):
+    """Train / validation / test DataFrames with the original labels, from optdiv's 60/20/20 split."""
+    from optdiv.cash.data import split
+
+    parts = split(dataset, seed)
+    out = []
+    for X, y in ((parts.X_train, parts.y_train), (parts.X_val, parts.y_val), (parts.X_test, parts.y_test)):
+        frame = X.copy()
+        frame[label] = dataset.classes[y] if dataset.task == "classification" else y
+        out.append(frame)
+    return out
+
+
+def _label_for(dataset) -> str:
+    label = "target"
+    while label in dataset.X.columns:  # never collide with a feature
+        label = "_" + label
+    return label
+
+
+def run_one(dataset, method: str, seed: int, budget: float, model_dir: Path, n_models: int,
+            model_time_limit=None) -> Dict:
+    """One run: fit under ``budget`` seconds, then the test error (% for classification, MSE otherwise)."""
+    from autogluon.tabular import TabularPredictor
+
+    label = _label_for(dataset)
+    train, val, test = _frames(dataset, seed, label)
+    classification = dataset.task == "classification"
+    eval_metric = "accuracy" if classification else "mean_squared_error"
+    path = model_dir / ("%s-%s-%d" % (dataset.name, method, seed))
+    shutil.rmtree(path, ignore_errors=True)
+    predictor = TabularPredictor(label=label, eval_metric=eval_metric, path=str(path), verbosity=0)
+    start = time.monotonic()
+    info: Dict = {}
+    if method == "autogluon":
+        predictor.fit(train, tuning_data=val, time_limit=budget)
+    else:
+        from optdiv.integrations import autogluon as oag
+
+        result = oag.fit(predictor, train, tuning_data=val, method=method, n_models=n_models, time_limit=budget,
+                         seed=seed, model_time_limit=model_time_limit)
+        info = {"trials": len(result.trials), "failed": sum(t.status != "ok" for t in result.trials),
+                "families": sorted({t.family for t in result.trials})}
+    seconds = time.monotonic() - start
+    pred = predictor.predict(test)
+    if classification:
+        error = 100.0 * float(np.mean(pred.to_numpy() != test[label].to_numpy()))
+    else:
+        error = float(np.mean((pred.to_numpy(dtype=float) - test[label].to_numpy(dtype=float)) ** 2))
+    board = predictor.leaderboard()
+    return {
+        "dataset": dataset.name, "method": method, "seed": seed, "budget_s": budget, "seconds": round(seconds, 1),
+        "test_error": error, "metric": "error_%" if classification else "mse",
+        "models": int((~board["model"].str.startswith("WeightedEnsemble")).sum()),
+        "best_model": predictor.model_best, **info,
+    }
+
+
+def _load_runs(path: Path) -> List[Dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def summary_table(runs: List[Dict], methods, datasets) -> str:
+    """Markdown: mean +- std test error per dataset and method, the papers' numbers beside."""
+    head = ["dataset"] + ["%s (this run)" % m for m in methods] + list(PAPER)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in datasets:
+        row = [name]
+        for m in methods:
+            errs = [r["test_error"] for r in runs if r["dataset"] == name and r["method"] == m]
+            row.append("%.2f ± %.2f (n=%d)" % (np.mean(errs), np.std(errs), len(errs)) if errs else "-")
+        row += ["%.2f" % PAPER[col][name] if name in PAPER[col] else "-" for col in PAPER]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m optdiv.bench.autogluon_compare", description=__doc__.split("\n")[0])
+    parser.add_argument("--data", nargs="+", required=True, help="CSV files (target column 'target' or the last)")
+    parser.add_argument("--methods", nargs="+", default=["autogluon", "optdivbo", "divbo"], choices=METHODS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--time-budget", type=float, default=180.0, help="wall-time seconds per run (all methods)")
+    parser.add_argument("--n-models", type=int, default=250, help="most suggestions per optdiv run")
+    parser.add_argument("--model-time-limit", type=float, default=None, help="cap on one model's training (s)")
+    parser.add_argument("--out", default=".cache/ag_compare", help="folder for runs.jsonl and summary.md")
+    parser.add_argument("--keep-models", action="store_true", help="keep AutoGluon's model folders")
+    args = parser.parse_args(argv)
+    if args.time_budget <= 0:
+        parser.error("--time-budget must be positive")
+    if any(s < 0 for s in args.seeds):
+        parser.error("--seeds must be non-negative")
+
+    from optdiv.cash.data import DataError, load_dataset
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "runs.jsonl"
+    runs = _load_runs(log)
+    done = {(r["dataset"], r["method"], r["seed"], r["budget_s"]) for r in runs}
+    datasets = []
+    for spec in args.data:
+        try:
+            dataset = load_dataset(spec)
+        except DataError as exc:
+            parser.error(str(exc))
+        dataset.name = Path(spec).stem if os.path.exists(spec) else dataset.name
+        datasets.append(dataset)
+    total = len(datasets) * len(args.seeds) * len(args.methods)
+    print("%d runs x %.0f s budget: about %.0f min (plus prediction and set-up)"
+          % (total, args.time_budget, total * args.time_budget / 60), flush=True)
+    for dataset in datasets:
+        for seed in args.seeds:
+            for method in args.methods:
+                if (dataset.name, method, seed, args.time_budget) in done:
+                    continue
+                record = run_one(dataset, method, seed, args.time_budget, out / "models", args.n_models,
+                                 args.model_time_limit)
+                print("%-10s %-9s seed %d: test %s %.3f  (%d models, %.0f s)" % (
+                    record["dataset"], method, seed, record["metric"], record["test_error"], record["models"],
+                    record["seconds"]), flush=True)
+                with log.open("a") as fh:
+                    fh.write(json.dumps(record) + "\n")
+                runs.append(record)
+                if not args.keep_models:
+                    shutil.rmtree(out / "models" / ("%s-%s-%d" % (dataset.name, method, seed)), ignore_errors=True)
+    names = [d.name for d in datasets]
+    runs = [r for r in runs if r["budget_s"] == args.time_budget]
+    table = summary_table(runs, args.methods, names)
+    note = ("Test error (%%) on the 20%% test split, %.0f s per run, seeds %s; paper columns: OptDivBO "
+            "(KDD 2024) Table 6 and DivBO (NeurIPS 2022) Table 12.\n\n" % (args.time_budget, args.seeds))
+    (out / "summary.md").write_text(note + table + "\n")
+    print()
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""Plain OpenBox against OpenBox + optdiv (OptDivBO, DivBO): same data, space, budget and seed.
+
+Per dataset and seed the data are split 60/20/20 with ``optdiv.cash.data.split``. Every method runs
+OpenBox 0.9's ``Advisor`` ask/tell loop over the same ConfigSpace space (default: optdiv's auto-sklearn
+space, 102 hyperparameters, so ``surrogate_type="prf"`` is passed to keep OpenBox from switching to
+random search) with the same OpenBox settings (``initial_trials``, ``rand_prob``, ``random_state=seed``):
+
+* ``openbox``: :class:`~optdiv.integrations.openbox.OptDivAdvisor` with ``method=None``, which suggests
+  exactly what ``openbox.Advisor`` suggests and only keeps the predictions for the post-hoc ensemble;
+* ``optdivbo`` / ``divbo``: the same advisor with the diversity option on.
+
+Each configuration is fitted by ``optdiv.cash.evaluator.Evaluator`` (a worker process, ``--time-limit``
+seconds; failures and timeouts become OpenBox FAILED / TIMEOUT trials). After every iteration the
+post-hoc ensemble (Caruana, size 25, or Agnostic Bayes) is rebuilt over the validation predictions and
+scored on the test rows, so the per-iteration file holds anytime curves.
+
+Output under ``--out``: ``iterations.csv`` (one row per iteration: suggestion seconds, trial state,
+single-model and ensemble validation/test error, diversity weight), ``results.jsonl`` (one record per
+finished run; a rerun skips the (dataset, seed, method) triples already there, so an interrupted
+benchmark resumes) and ``summary.md``. Classification errors are in %, regression errors are MSE.
+
+    python -m optdiv.bench.openbox_compare --data ../shared/datasets/quake.csv --seeds 0 \\
+        --iterations 20 --out .cache/openbox_compare
+
+Needs the OpenBox environment (``nox -s openbox``: OpenBox 0.9.0, ConfigSpace 0.6.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from optdiv.cash.data import load_dataset, split
+
+METHODS = ("openbox", "optdivbo", "divbo")
+ITERATION_COLUMNS = [
+    "dataset", "seed", "method", "iteration", "suggest_seconds", "rerank_seconds", "state", "val_error", "test_error",
+    "ensemble_val_error", "ensemble_test_error", "ensemble_members", "weight", "changed",
+]
+
+
+def _scale(task: str) -> float:
+    return 100.0 if task == "classification" else 1.0
+
+
+def run_one(dataset, name: str, seed: int, method: str, iterations: int, space_name: str = "autosklearn",
+            time_limit: float = 60.0, initial_trials: int = 5, ensemble: str = "caruana",
+            ensemble_size: int = 25, on_iteration=None) -> Dict:
+    """One search of ``iterations`` evaluations; returns the run's record (per-iteration rows in ``trace``)."""
+    from openbox import Observation
+    from openbox.utils.constants import FAILED, SUCCESS, TIMEOUT
+
+    from optdiv.cash.evaluator import Evaluator
+    from optdiv.cash.spaces import get_space
+    from optdiv.core.ensemble import ensemble_predict
+    from optdiv.core.metrics import mean_loss
+    from optdiv.integrations.openbox import OptDivAdvisor, final_ensemble
+
+    task = dataset.task
+    metric = "error" if task == "classification" else "mse"
+    scale = _scale(task)
+    splits = split(dataset, seed=seed)
+    space = get_space(space_name, task)
+    advisor = OptDivAdvisor(
+        space.configspace, y_val=splits.y_val, metric=metric, method=None if method == "openbox" else method,
+        initial_trials=initial_trials, surrogate_type="prf", random_state=seed, output_dir=None,
+        task_id=f"{name}-{method}-{seed}", logger_kwargs={"level": "WARNING"},
+    )
+    evaluator = Evaluator(space.build, splits, task, metric, n_classes=dataset.n_classes, time_limit=time_limit,
+                          seed=seed)
+    test_preds: Dict[int, np.ndarray] = {}
+    trace: List[Dict] = []
+    start = time.perf_counter()
+    try:
+        for it in range(iterations):
+            before = len(advisor.selections)
+            t0 = time.perf_counter()
+            config = advisor.get_suggestion()
+            suggest = time.perf_counter() - t0
+            obs = evaluator.evaluate(config.get_dictionary(), index=it)
+            if obs.ok:
+                test_preds[it] = obs.test_pred
+                advisor.update_observation(Observation(config, [obs.val_loss], elapsed_time=obs.fit_seconds,
+                                                       extra_info={"val_pred": obs.val_pred}))
+            else:
+                state = TIMEOUT if obs.status == "timeout" else FAILED
+                advisor.update_observation(Observation(config, [float("inf")], trial_state=state,
+                                                       elapsed_time=obs.fit_seconds))
+            ok = advisor.history.observations[-1].trial_state == SUCCESS
+            selection = advisor.selections[-1] if len(advisor.selections) > before else None
+            row = {
+                "dataset": name, "seed": seed, "method": method, "iteration": it + 1,
+                "suggest_seconds": round(suggest, 4),
+                "rerank_seconds": "" if selection is None else round(selection["seconds"], 4),
+                "state": "ok" if ok else obs.status if not obs.ok else "failed",
+                "val_error": scale * obs.val_loss if ok else "",
+                "test_error": scale * obs.test_loss if ok and obs.test_loss is not None else "",
+                "ensemble_val_error": "", "ensemble_test_error": "", "ensemble_members": 0,
+                "weight": "" if selection is None else round(selection["weight"], 4),
+                "changed": "" if selection is None else int(selection["changed"]),
+            }
+            if test_preds and advisor.stored_predictions()[0]:
+                members = final_ensemble(advisor, builder=ensemble, size=ensemble_size, seed=seed)
+                test_pred = ensemble_predict(np.stack([test_preds[i] for i in members.indices]), members.weights)
+                row.update(ensemble_val_error=scale * members.val_loss,
+                           ensemble_test_error=scale * float(mean_loss(test_pred, splits.y_test, metric)),
+                           ensemble_members=len(members.indices))
+            trace.append(row)
+            if on_iteration is not None:
+                on_iteration(row)
+    finally:
+        evaluator.close()
+    final = trace[-1]
+    suggest_times = [r["suggest_seconds"] for r in trace]
+    return {
+        "dataset": name, "task": task, "seed": seed, "method": method, "iterations": iterations,
+        "space": space_name, "ensemble": ensemble,
+        "test_error": final["ensemble_test_error"], "val_error": final["ensemble_val_error"],
+        "ensemble_members": final["ensemble_members"],
+        "failed": sum(r["state"] != "ok" for r in trace),
+        "diversity_steps": len(advisor.selections),
+        "changed_by_diversity": sum(s["changed"] for s in advisor.selections),
+        "mean_suggest_seconds": float(np.mean(suggest_times)),
+        "mean_suggest_seconds_last10": float(np.mean(suggest_times[-10:])),
+        "wall_seconds": round(time.perf_counter() - start, 1),
+        "trace": trace,
+    }
+
+
+def _done(path: Path) -> set:
+    if not path.exists():
+        return set()
+    return {(r["dataset"], r["seed"], r["method"], r["iterations"])
+            for r in (json.loads(line) for line in path.read_text().splitlines() if line.strip())}
+
+
+def summarise(records: Sequence[Dict]) -> str:
+    """Mean +- std over seeds of the final ensemble's test error and of the suggestion time, per method."""
+    if not records:
+        return "(no results)"
+    groups: Dict[tuple, List[Dict]] = {}
+    for r in records:
+        groups.setdefault((r["dataset"], r["method"]), []).append(r)
+    lines = ["| dataset | method | seeds | iterations | test error (mean +- std) | suggestion s/iter "
+             "(mean; last 10) | failed | changed by diversity |",
+             "|---|---|---|---|---|---|---|---|"]
+    order = {m: i for i, m in enumerate(METHODS)}
+    for (dataset, method), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))):
+        err = np.array([float(r["test_error"]) if r["test_error"] != "" else np.nan for r in rs])
+        std = float(np.std(err, ddof=1)) if len(err) > 1 else 0.0
+        lines.append(
+            f"| {dataset} | {method} | {len(rs)} | {rs[0]['iterations']} | {err.mean():.2f} +- {std:.2f} | "
+            f"{np.mean([r['mean_suggest_seconds'] for r in rs]):.2f}; "
+            f"{np.mean([r['mean_suggest_seconds_last10'] for r in rs]):.2f} | "
+            f"{np.mean([r['failed'] for r in rs]):.1f} | {np.mean([r['changed_by_diversity'] for r in rs]):.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m optdiv.bench.openbox_compare",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--data", nargs="+", required=True, help="CSV paths (target column 'target' or the last one)")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--iterations", type=int, default=100, help="evaluations per run")
+    parser.add_argument("--space", default="autosklearn", choices=("autosklearn", "autogluon"))
+    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per evaluation")
+    parser.add_argument("--initial-trials", type=int, default=5, help="OpenBox's initial design size")
+    parser.add_argument("--ensemble", default="caruana", choices=("caruana", "agnostic_bayes"))
+    parser.add_argument("--ensemble-size", type=int, default=25)
+    parser.add_argument("--out", default=".cache/openbox_compare")
+    args = parser.parse_args(argv)
+
+    if args.iterations < 1:
+        parser.error("--iterations must be at least 1")
+    if args.initial_trials < 1:
+        parser.error("--initial-trials must be at least 1")
+    if any(s < 0 for s in args.seeds):
+        parser.error("--seeds must be non-negative")
+    if args.ensemble_size < 1:
+        parser.error("--ensemble-size must be at least 1")
+    if not args.time_limit > 0:
+        parser.error("--time-limit must be positive")
+    missing = [p for p in args.data if not Path(p).is_file()]
+    if missing:
+        parser.error(f"no such file: {', '.join(missing)}")
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results, iterations_csv = out / "results.jsonl", out / "iterations.csv"
+    done = _done(results)
+    new_file = not iterations_csv.exists() or iterations_csv.stat().st_size == 0
+    if not new_file:
+        with iterations_csv.open(newline="") as fh:
+            header = next(csv.reader(fh), [])
+        if header != ITERATION_COLUMNS:
+            parser.error(f"{iterations_csv} has other columns than this version writes; use a new --out")
+    with iterations_csv.open("a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=ITERATION_COLUMNS)
+        if new_file:
+            writer.writeheader()
+        for path in args.data:
+            dataset = load_dataset(path)
+            name = Path(path).stem
+            for seed in args.seeds:
+                for method in args.methods:
+                    if (name, seed, method, args.iterations) in done:
+                        print(f"{name} seed {seed} {method}: already in {results}, skipped", flush=True)
+                        continue
+                    rows: List[Dict] = []
+                    record = run_one(dataset, name, seed, method, args.iterations, args.space, args.time_limit,
+                                     args.initial_trials, args.ensemble, args.ensemble_size,
+                                     on_iteration=rows.append)
+                    writer.writerows(rows)  # a run's rows are written once it has finished
+                    fh.flush()
+                    record.pop("trace")
+                    with results.open("a") as rf:
+                        rf.write(json.dumps(record) + "\n")
+                    print(f"{name} seed {seed} {method}: test error {record['test_error']:.2f} "
+                          f"({record['ensemble_members']} members, {record['failed']} failed, "
+                          f"{record['changed_by_diversity']}/{record['diversity_steps']} suggestions changed by "
+                          f"diversity, {record['mean_suggest_seconds']:.2f} s per suggestion, "
+                          f"{record['wall_seconds']:.0f} s)", flush=True)
+    records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    wanted = {Path(p).stem for p in args.data}
+    table = summarise([r for r in records if r["dataset"] in wanted and r["method"] in args.methods
+                       and r["seed"] in args.seeds and r["iterations"] == args.iterations])
+    (out / "summary.md").write_text(table + "\n")
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

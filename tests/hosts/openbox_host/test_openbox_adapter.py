@@ -1,0 +1,238 @@
+"""The OpenBox adapter on the real OpenBox 0.9 loop (Advisor ask/tell and Optimizer), breast_cancer."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import openbox_problem as problem
+
+SEED = 3
+N_INIT = 5
+
+
+def _advisor(cls, tmp_path, **kwargs):
+    return cls(problem.make_space(), initial_trials=N_INIT, random_state=SEED,
+               output_dir=str(tmp_path / "logs"), task_id="optdiv_test", **kwargs)
+
+
+def _ask_tell(advisor, n: int, fail=None):
+    """Run ``n`` ask/tell steps; ``fail(config)`` True records the trial as FAILED (no predictions)."""
+    from openbox import Observation
+    from openbox.utils.constants import FAILED
+
+    configs = []
+    for _ in range(n):
+        config = advisor.get_suggestion()
+        if fail is not None and fail(config):
+            obs = Observation(config, [math.inf], trial_state=FAILED)
+        else:
+            loss, val, _ = problem.evaluate(config)
+            obs = Observation(config, [loss], extra_info={"val_pred": val})
+        advisor.update_observation(obs)
+        configs.append(config.get_dictionary())
+    return configs
+
+
+@pytest.mark.timeout(300)
+def test_option_changes_suggestions_only_once_the_weight_is_positive(tmp_path):
+    from openbox import Advisor
+
+    from optdiv.integrations.openbox import OptDivAdvisor
+
+    y_val = problem.data()[3]
+    n = 14
+    plain = _ask_tell(_advisor(Advisor, tmp_path), n)
+    off = _ask_tell(_advisor(OptDivAdvisor, tmp_path, y_val=y_val, method=None), n)
+    # tau = 0 makes OptDivBO's weight 2 (sigmoid(0) - 0.5) = 0 at every step
+    zero = _advisor(OptDivAdvisor, tmp_path, y_val=y_val, selector_options={"tau": 0.0})
+    zero_configs = _ask_tell(zero, n)
+    on = _advisor(OptDivAdvisor, tmp_path, y_val=y_val, method="optdivbo")
+    on_configs = _ask_tell(on, n)
+
+    assert off == plain, "with the option off the advisor must suggest exactly what OpenBox's Advisor does"
+    assert zero.selections and all(s["weight"] == 0.0 for s in zero.selections)
+    assert zero_configs == plain, "with w = 0 the re-ranking must keep OpenBox's choice"
+    assert on_configs[:N_INIT] == plain[:N_INIT], "the initial design is OpenBox's"
+    assert on.selections and all(s["weight"] > 0 for s in on.selections)
+    assert any(s["changed"] for s in on.selections), "w > 0 never moved OpenBox's choice"
+    first = next(s["t"] for s in on.selections if s["changed"])
+    assert on_configs[:first] == plain[:first]
+    assert on_configs[first] != plain[first]
+
+
+@pytest.mark.timeout(300)
+def test_pool_follows_the_history(tmp_path):
+    from optdiv.core.pool import build_pool
+    from optdiv.core.selector import pool_loss
+    from optdiv.integrations.openbox import OptDivAdvisor
+
+    from openbox import Observation
+    from openbox.utils.constants import FAILED
+
+    y_val = problem.data()[3]
+    advisor = _advisor(OptDivAdvisor, tmp_path, y_val=y_val, method="divbo", selector_options={"ensemble_size": 5})
+    pools, failed, expected = [], set(), None
+    for step in range(16):
+        before = len(advisor.selections)
+        config = advisor.get_suggestion()
+        if len(advisor.selections) > before:  # a diversity-aware step: its pool is the expected one
+            assert expected is not None
+            recorded = advisor.selections[-1]["pool"]
+            assert recorded == expected[0]
+            np.testing.assert_allclose(advisor.selector.pool_.weights, expected[1])
+            assert not set(recorded) & failed
+            pools.append(tuple(recorded))
+        if step % 4 == 1:  # every fourth trial fails
+            advisor.update_observation(Observation(config, [math.inf], trial_state=FAILED))
+            failed.add(step)
+        else:
+            loss, val, _ = problem.evaluate(config)
+            advisor.update_observation(Observation(config, [loss], extra_info={"val_pred": val}))
+        # the pool the next suggestion must use: Caruana over every successful trial so far
+        rows, preds = advisor.stored_predictions()
+        assert rows == [i for i in range(step + 1) if i not in failed]
+        pool = build_pool(preds, y_val, pool_loss("error", True), size=5, builder="caruana",
+                          seed=advisor.selector.seed)
+        expected = ([rows[i] for i in pool.indices], pool.weights)
+    assert len(pools) >= 4, "too few diversity-aware steps to follow the pool"
+    assert len(set(pools)) > 1, "the pool never changed while the history grew"
+
+
+@pytest.mark.timeout(300)
+def test_failed_trials_in_the_optimizer_loop(tmp_path):
+    from openbox import Advisor
+
+    from optdiv.integrations.openbox import OptDivAdvisor, OptDivOptimizer, final_ensemble
+
+    y_val = problem.data()[3]
+
+    def objective(config):
+        values = config.get_dictionary()
+        if values["algorithm"] == "logreg":
+            raise RuntimeError("this model family is broken")
+        out = problem.objective(config)
+        if values["algorithm"] == "knn" and values["n_neighbors"] > 30:
+            out["extra_info"]["val_pred"] = np.full_like(out["extra_info"]["val_pred"], np.nan)
+        return out
+
+    common = dict(max_runs=16, initial_runs=N_INIT, random_state=SEED, logging_dir=str(tmp_path / "logs"),
+                  task_id="optdiv_failed")
+    plain = OptDivOptimizer(objective, problem.make_space(), **common)
+    assert type(plain.config_advisor) is Advisor, "optdiv=None must leave OpenBox's own advisor"
+
+    opt = OptDivOptimizer(objective, problem.make_space(), optdiv={"y_val": y_val, "metric": "error"}, **common)
+    assert isinstance(opt.config_advisor, OptDivAdvisor)
+    history = opt.run()
+    advisor = opt.config_advisor
+    assert len(history) == 16
+    states = np.array(history.trial_states)
+    success = np.flatnonzero(states == 0)
+    assert (states != 0).any(), "the test needs failed trials"
+    rows, preds = advisor.stored_predictions()
+    assert rows == list(success)
+    assert np.all(np.isfinite(preds))
+    for i, obs in enumerate(history.observations):
+        if obs.config.get_dictionary()["algorithm"] == "logreg" or (
+                obs.config.get_dictionary().get("n_neighbors", 0) > 30):
+            assert obs.trial_state != 0 and "optdiv_pred" not in obs.extra_info
+    assert advisor.selections, "the diversity option never ran"
+    for record in advisor.selections:
+        assert set(record["pool"]) <= set(success)
+    members = final_ensemble(advisor)
+    assert set(members.indices) <= set(success)
+    history.save_json(str(tmp_path / "history.json"))  # the predictions left extra_info: still JSON
+
+
+@pytest.mark.timeout(300)
+def test_save_and_load_resume_the_same_run(tmp_path):
+    from optdiv.integrations.openbox import OptDivAdvisor, OptDivOptimizer
+
+    y_val = problem.data()[3]
+    common = dict(initial_runs=N_INIT, random_state=SEED, logging_dir=str(tmp_path / "logs"), task_id="resume")
+    optdiv = {"y_val": y_val, "metric": "error", "method": "optdivbo"}
+
+    whole = OptDivOptimizer(problem.objective, problem.make_space(), optdiv=optdiv, max_runs=13, **common)
+    expected = [c.get_dictionary() for c in whole.run().configurations]
+
+    first = OptDivOptimizer(problem.objective, problem.make_space(), optdiv=optdiv, max_runs=8, **common)
+    first.run()
+    path = tmp_path / "state" / "advisor.pkl"
+    first.config_advisor.save(path)
+    del first
+
+    loaded = OptDivAdvisor.load(path)
+    assert len(loaded.history) == 8 and len(loaded.stored_predictions()[0]) == 8
+    second = OptDivOptimizer(problem.objective, problem.make_space(), optdiv=loaded, max_runs=13, **common)
+    resumed = [c.get_dictionary() for c in second.run().configurations]
+    assert len(resumed) == 13
+    assert resumed == expected
+    assert any(s["changed"] for s in second.config_advisor.selections), "resume must cover diversity steps"
+
+
+@pytest.mark.timeout(300)
+def test_final_ensemble_builders(tmp_path):
+    from optdiv.core.metrics import mean_loss
+    from optdiv.integrations.openbox import OptDivAdvisor, final_ensemble
+
+    y_val = problem.data()[3]
+    advisor = _advisor(OptDivAdvisor, tmp_path, y_val=None, method=None)
+    _ask_tell(advisor, 10, fail=lambda c: c.get_dictionary()["algorithm"] == "logreg")
+    with pytest.raises(ValueError, match="y_val"):
+        final_ensemble(advisor)
+    rows, preds = advisor.stored_predictions()
+    singles = [mean_loss(p, y_val, "error") for p in preds]
+    for builder in ("caruana", "agnostic_bayes"):
+        members = final_ensemble(advisor, builder=builder, y_val=y_val)
+        assert set(members.indices) <= set(rows)
+        assert members.weights.sum() == pytest.approx(1.0) and np.all(members.weights > 0)
+        member_preds = [preds[rows.index(i)] for i in members.indices]
+        np.testing.assert_allclose(members.predict(member_preds), members.val_prediction)
+        assert members.val_loss == pytest.approx(mean_loss(members.val_prediction, y_val, "error"))
+        assert [c.get_dictionary() for c in members.configs] == [
+            advisor.history.observations[i].config.get_dictionary() for i in members.indices]
+    caruana = final_ensemble(advisor, y_val=y_val)
+    assert caruana.val_loss <= min(singles) + 1e-12 or len(caruana.indices) > 1
+
+
+def test_bad_input_is_reported(tmp_path):
+    from openbox import Observation
+
+    from optdiv.integrations.openbox import OptDivAdvisor, OptDivOptimizer
+
+    y_val = problem.data()[3]
+    space = problem.make_space()
+    with pytest.raises(ValueError, match="unknown method"):
+        OptDivAdvisor(space, y_val=y_val, method="greedy", output_dir=None)
+    with pytest.raises(ValueError, match="needs y_val"):
+        OptDivAdvisor(space, method="divbo", output_dir=None)
+    with pytest.raises(ValueError, match="class indices"):
+        OptDivAdvisor(space, y_val=y_val - 0.5, output_dir=None)
+    with pytest.raises(ValueError, match="does not fit"):
+        OptDivAdvisor(space, y_val=y_val, metric="mse", task="classification", output_dir=None)
+    with pytest.raises(ValueError, match="one objective"):
+        OptDivAdvisor(space, y_val=y_val, num_objectives=2, ref_point=[1, 1], output_dir=None)
+
+    advisor = OptDivAdvisor(space, y_val=y_val, random_state=0, output_dir=None)
+    config = advisor.get_suggestion()
+    with pytest.raises(ValueError, match="val_pred"):
+        advisor.update_observation(Observation(config, [0.1]))
+    with pytest.raises(ValueError, match=r"\(rows, classes\)"):
+        advisor.update_observation(Observation(config, [0.1], extra_info={"val_pred": np.zeros(len(y_val))}))
+    with pytest.raises(ValueError, match="rows"):
+        advisor.update_observation(Observation(config, [0.1], extra_info={"val_pred": np.zeros((3, 2))}))
+    assert len(advisor.history) == 0, "a rejected observation must not enter the history"
+
+    with pytest.raises(ValueError, match="advisor_type"):
+        OptDivOptimizer(problem.objective, space, optdiv={"y_val": y_val}, advisor_type="tpe",
+                        logging_dir=str(tmp_path / "logs"))
+    with pytest.raises(TypeError, match="optdiv must be"):
+        OptDivOptimizer(problem.objective, space, optdiv="optdivbo", logging_dir=str(tmp_path / "logs"))
+    not_a_state = tmp_path / "x.pkl"
+    import pickle
+
+    not_a_state.write_bytes(pickle.dumps({"format": 0}))
+    with pytest.raises(ValueError, match="not an OptDivAdvisor state"):
+        OptDivAdvisor.load(not_a_state)
