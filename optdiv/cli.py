@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--reference", default="optdivbo", help="method the Wilcoxon counts compare against")
     report.add_argument("--methods", help="comma-separated row order (default: the papers' order)")
     report.add_argument("--focus", default="quake", help="dataset of the ensemble-diversity heatmap")
+    report.add_argument("--at", default="", help="also tabulate the test loss after these evaluations, e.g. 50,100")
     report.add_argument("--no-figures", action="store_true")
 
     sub.add_parser("methods", help="list the methods and what each one is")
@@ -191,8 +192,9 @@ def _report(args) -> int:
     from optdiv.bench.report import write_report
 
     methods = [m.strip() for m in args.methods.split(",")] if args.methods else None
+    at = [int(x) for x in args.at.split(",") if x.strip()]
     path = write_report(args.directory, methods=methods, reference=args.reference, focus=args.focus,
-                        figures=not args.no_figures)
+                        figures=not args.no_figures, at=at)
     print(f"wrote {path}")
     return 0
 

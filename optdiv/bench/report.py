@@ -227,8 +227,9 @@ def write_figures(directory: Path, traces: Dict, tables: Dict[str, Dict], focus:
                 mats.append((m, np.array(json.loads(path.read_text())["member_diversity"])))
         if mats:
             fig, axes = plt.subplots(1, len(mats), figsize=(3.2 * len(mats), 3), squeeze=False)
+            top = max(float(np.max(mat)) if mat.size else 0.0 for _, mat in mats) or 1.0
             for ax, (m, mat) in zip(axes[0], mats):
-                im = ax.imshow(mat, cmap="viridis", vmin=0)
+                im = ax.imshow(mat, cmap="viridis", vmin=0, vmax=top)  # one scale: panels compare
                 ax.set_title(f"{m} ({target})", fontsize=8)
                 fig.colorbar(im, ax=ax, fraction=0.046)
             name = f"ensemble_diversity_{target}_{metric}.png"
@@ -239,8 +240,22 @@ def write_figures(directory: Path, traces: Dict, tables: Dict[str, Dict], focus:
     return figures
 
 
+def rows_at(traces: Dict, iteration: int) -> List[Dict]:
+    """Result-like rows holding each run's final-model losses after ``iteration`` evaluations (from its trace)."""
+    rows = []
+    for (dataset, metric, method), by_seed in traces.items():
+        for seed, trace in by_seed.items():
+            hit = [r for r in trace if int(r["iteration"]) == iteration]
+            if hit:
+                rows.append({"dataset": dataset, "metric": metric, "method": method, "seed": seed,
+                             "test_error": hit[0]["test"], "val_error": hit[0]["val"]})
+    return rows
+
+
 def write_report(directory, methods: Optional[Sequence[str]] = None, reference: str = "optdivbo",
-                 focus: Optional[str] = "quake", figures: bool = True) -> Path:
+                 focus: Optional[str] = "quake", figures: bool = True, at: Sequence[int] = ()) -> Path:
+    """``at``: also tabulate the test loss after these numbers of evaluations (read from the traces), where a
+    replay library is not yet mostly explored and the methods' choices differ more."""
     directory = Path(directory)
     rows = read_results(directory)
     settings_path = directory / "bench.json"
@@ -275,8 +290,18 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
                 seconds[r["method"]].append(r["optimizer_seconds"] / max(1, int(r["n_evaluations"])))
         out += ["Suggestion time per evaluation (s, mean over runs): " + ", ".join(
             f"{m} {np.mean(seconds[m]):.3f}" for m in table["methods"] if seconds[m]), ""]
+    traces = read_traces(directory) if (figures or at) else {}
+    for iteration in at:
+        early = rows_at(traces, int(iteration))
+        for metric in ("error", "mse", "mae"):
+            if not any(r["metric"] == metric for r in early):
+                continue
+            table = results_table(early, metric, methods)
+            out += ["", f"## {METRIC_TITLES[metric]} after {iteration} evaluations", "",
+                    markdown_table(table, metric, with_paper=False), "",
+                    f"Wilcoxon ({reference} better / same / worse):", "", wilcoxon_table(table, reference), ""]
     if figures:
-        names = write_figures(directory, read_traces(directory), tables, focus)
+        names = write_figures(directory, traces, tables, focus)
         if names:
             out += ["## Figures", ""] + [f"![{n}]({n})" for n in names] + [""]
     path = directory / "report.md"

@@ -57,8 +57,9 @@ def test_replay_bench_resumes_and_reports(small_csvs, tmp_path, capsys):
 
     assert main(args[:-2] + ["--budget", "12", "--out", str(out)]) == 2  # other settings, same directory
 
-    assert main(["report", str(out)]) == 0
+    assert main(["report", str(out), "--at", "5"]) == 0
     report = (out / "report.md").read_text()
+    assert "## Classification test error (%) after 5 evaluations" in report
     assert "## Classification test error (%)" in report and "replay" in report
     for method in ("rs", "bo-es", "rb-es", "optdivbo"):
         assert f"| {method} |" in report
