@@ -3,7 +3,7 @@
     nox -s tests          core tests, Python 3.11, newest numpy/scikit-learn/lightgbm
     nox -s autosklearn    Python 3.9,  auto-sklearn 0.15.0 (scikit-learn 0.24, ConfigSpace 0.4.21)
     nox -s openbox        Python 3.11, OpenBox 0.9.0 (ConfigSpace 0.6.1, numpy<2)
-    nox -s autogluon      Python 3.11, AutoGluon-Tabular 1.6.3 with LightGBM only (no torch)
+    nox -s autogluon      Python 3.11, AutoGluon-Tabular 1.6.3 with LightGBM, CatBoost, XGBoost (no torch)
 
 Every session is built from nothing unless ``-r`` (reuse) is given. Each host
 session installs its pins and ``-e .[dev]`` in ONE resolver call, so the
@@ -48,8 +48,8 @@ HOST_PINS: dict[str, list[str]] = {
         "scikit-learn<1.4",
         "ConfigSpace==0.6.1",  # ConfigSpace 1.x breaks openbox 0.9
     ],
-    # Only the lightgbm extra: never [all] or any extra that pulls torch.
-    "autogluon": ["autogluon.tabular[lightgbm]==1.6.3"],
+    # The tree-model extras only (catboost, xgboost-cpu): never [all] or any extra that pulls torch.
+    "autogluon": ["autogluon.tabular[lightgbm,catboost,xgboost]==1.6.3"],
 }
 
 #: Python version per host session.

@@ -257,8 +257,8 @@ def _library(spec: str, cache: str, size: int, space: str):
 
 def run_unit(unit: Dict) -> List[Dict]:
     """Run one search and write result.json + trace.csv for each of its methods; returns their rows."""
-    from optdiv.bench.trace import member_diversity, search_trace
-    from optdiv.cash.engine import finalize, search
+    from optdiv.bench.trace import search_trace
+    from optdiv.cash.engine import search
     from optdiv.cash.methods import make_strategy
 
     ref = DatasetRef(**unit["dataset"])

@@ -282,7 +282,7 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
         out += [f"Wilcoxon signed-rank test per dataset (paired by seed, p <= 0.05): {reference} is better / the "
                 "same / worse than each method on this many datasets.", "", wilcoxon_table(table, reference), ""]
         val_table = results_table(rows, metric, methods, value="val_error")
-        out += [f"Validation loss of the final model (same units; the search saw these):", "",
+        out += ["Validation loss of the final model (same units; the search saw these):", "",
                 markdown_table(val_table, metric, with_paper=False), ""]
         seconds = defaultdict(list)
         for r in rows:

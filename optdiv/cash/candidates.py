@@ -21,6 +21,20 @@ def config_key(config: Dict) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in config.items()))
 
 
+def observation_key(obs) -> tuple:
+    """``config_key`` of an observation's configuration, computed once and kept on the observation
+    (every suggestion needs the keys of the whole history)."""
+    key = obs.__dict__.get("_optdiv_key")
+    if key is None:
+        key = config_key(obs.config)
+        obs.__dict__["_optdiv_key"] = key
+    return key
+
+
+def seen_keys(history) -> set:
+    return {observation_key(obs) for obs in history}
+
+
 def algorithm_codes(space, encoded: np.ndarray) -> np.ndarray:
     """Algorithm name of each encoded row, read from the algorithm column without decoding."""
     algorithms = list(space.algorithms)
@@ -81,6 +95,17 @@ class SpaceCandidates:
         keep = np.array([i for i in keep if keys[len(obs_x) + i].tobytes() not in seen_rows], dtype=np.intp)
         return [configs[i] for i in keep], cand_x[keep]
 
+    def encode_history(self, history) -> np.ndarray:
+        """The observations' encoding, each configuration encoded once per source."""
+        cache = self.__dict__.setdefault("_encoded", {})
+        missing = [obs for obs in history if observation_key(obs) not in cache]
+        if missing:
+            for obs, row in zip(missing, self.space.encode([obs.config for obs in missing])):
+                cache[observation_key(obs)] = row
+        if not history:
+            return np.empty((0, self.space.n_hyperparameters))
+        return np.stack([cache[observation_key(obs)] for obs in history])
+
     def mutate(self, config: Dict, rng: np.random.Generator, seen: set) -> Dict:
         """A random one-exchange neighbour not evaluated yet (the parent's own algorithm may change)."""
         for neighbour in self.space.neighbours(config, 20, rng):
@@ -123,9 +148,14 @@ class LibraryCandidates:
         return dict(self.library.configs[int(rng.choice(members))])
 
     def candidates(self, history, obs_x, rng, n_random: int, n_local: int, algorithm: Optional[str] = None):
-        seen = {config_key(obs.config) for obs in history}
-        members = self.open_members(seen, algorithm)
+        members = self.open_members(seen_keys(history), algorithm)
         return [dict(self.library.configs[i]) for i in members], self.library.encoded[members]
+
+    def encode_history(self, history) -> np.ndarray:
+        """The observations' rows of the library's encoding (a replay only ever evaluates members)."""
+        if not history:
+            return np.empty((0, self.library.encoded.shape[1]))
+        return self.library.encoded[[self.index_of[observation_key(obs)] for obs in history]]
 
     def mutate(self, config: Dict, rng: np.random.Generator, seen: set) -> Dict:
         """The library's stand-in for a one-exchange move: one of the three open members nearest to the

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from optdiv.cash.candidates import SpaceCandidates, as_dict, config_key
+from optdiv.cash.candidates import SpaceCandidates, as_dict, seen_keys
 from optdiv.core.diversity import diversity_to_pool, pairwise_diversity
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
@@ -84,11 +84,11 @@ class Optimizer:
         start = time.perf_counter()
         step = len(history)
         rng = np.random.default_rng([self.seed, step] if stream == 0 else [self.seed, step, stream])
-        seen = seen if seen is not None else {config_key(obs.config) for obs in history}
+        seen = seen if seen is not None else seen_keys(history)
         if self.method == "rs" or step < self.n_initial:
             config = self.source.random(rng, seen, algorithm)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random"})
-        obs_x = self.space.encode([obs.config for obs in history])
+        obs_x = self.source.encode_history(history)
         candidates, cand_x = self.source.candidates(history, obs_x, rng, self.n_random, self.n_local, algorithm)
         if not candidates:
             config = self.source.random(rng, seen, algorithm)

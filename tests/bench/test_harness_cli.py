@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from optdiv.cli import main
@@ -70,7 +69,7 @@ def test_replay_bench_resumes_and_reports(small_csvs, tmp_path, capsys):
 
 def test_live_bench_runs_regression_under_both_metrics(small_csvs, tmp_path):
     out = tmp_path / "live"
-    args = ["bench", "--datasets", f"tinydiabetes", "--data-dir", str(small_csvs), "--methods", "rs,rs-es",
+    args = ["bench", "--datasets", "tinydiabetes", "--data-dir", str(small_csvs), "--methods", "rs,rs-es",
             "--seeds", "0", "--budget", "3", "--time-limit", "30", "--out", str(out)]
     assert main(args) == 0
     rows = _rows(out / "results.csv")

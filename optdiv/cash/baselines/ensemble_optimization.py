@@ -18,7 +18,7 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
-from optdiv.cash.candidates import SpaceCandidates, as_dict, config_key
+from optdiv.cash.candidates import SpaceCandidates, as_dict, observation_key, seen_keys
 from optdiv.cash.evaluator import WORST_LOSS
 from optdiv.cash.optimizers import Suggestion
 from optdiv.core.ensemble import addition_losses
@@ -39,7 +39,7 @@ class EnsembleOptimization:
     # -- the ensemble --------------------------------------------------------------------------------
     def ensemble(self, history: Sequence, y_val) -> List[int]:
         """EO's ensemble (history positions, a multiset) after all of ``history``."""
-        keys = [(obs.index, config_key(obs.config), obs.status) for obs in history]
+        keys = [(obs.index, observation_key(obs), obs.status) for obs in history]
         cached_keys, members = self._cache
         if keys[: len(cached_keys)] != cached_keys:
             cached_keys, members = [], []
@@ -90,7 +90,7 @@ class EnsembleOptimization:
         start = time.perf_counter()
         step = len(history)
         rng = np.random.default_rng([self.seed, step])
-        seen = {config_key(obs.config) for obs in history}
+        seen = seen_keys(history)
         if step < self.n_initial:
             return Suggestion(self.source.random(rng, seen), time.perf_counter() - start, {"strategy": "random"})
         if y_val is None:
@@ -98,7 +98,7 @@ class EnsembleOptimization:
         members = self.ensemble(history, y_val)
         slot = self._next_slot(history, members)
         scores = self._scores(history, members, y_val, slot)
-        obs_x = self.space.encode([obs.config for obs in history])
+        obs_x = self.source.encode_history(history)
         candidates, cand_x = self.source.candidates(history, obs_x, rng, self.n_random, self.n_local)
         if not candidates:
             return Suggestion(self.source.random(rng, seen), time.perf_counter() - start, {"strategy": "random"})

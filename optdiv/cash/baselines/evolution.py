@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from optdiv.cash.baselines._common import successful
-from optdiv.cash.candidates import SpaceCandidates, config_key
+from optdiv.cash.candidates import SpaceCandidates, seen_keys
 from optdiv.cash.optimizers import Suggestion
 from optdiv.core.ensemble import ensemble_selection
 from optdiv.core.selector import pool_loss
@@ -35,7 +35,7 @@ class RegularisedEvolutionEnsemble:
     def suggest(self, history: Sequence, y_val=None) -> Suggestion:
         start = time.perf_counter()
         rng = np.random.default_rng([self.seed, len(history)])
-        seen = {config_key(obs.config) for obs in history}
+        seen = seen_keys(history)
         alive = successful(history)[-self.population:]
         if len(history) < self.population or len(alive) < 2:
             return Suggestion(self.source.random(rng, seen), time.perf_counter() - start, {"strategy": "random"})

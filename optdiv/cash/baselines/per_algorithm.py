@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Optional, Sequence
 
-from optdiv.cash.candidates import SpaceCandidates, config_key
+from optdiv.cash.candidates import SpaceCandidates, seen_keys
 from optdiv.cash.optimizers import Optimizer, Suggestion
 
 
@@ -27,7 +27,7 @@ class PerAlgorithmBO:
 
     def suggest(self, history: Sequence, y_val=None) -> Suggestion:
         start = time.perf_counter()
-        seen = {config_key(obs.config) for obs in history}
+        seen = seen_keys(history)
         counts = {arm: 0 for arm in self.arms}
         for obs in history:
             arm = self._arm_of(obs)

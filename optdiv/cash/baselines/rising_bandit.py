@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from optdiv.cash.baselines._common import best_loss
-from optdiv.cash.candidates import SpaceCandidates, config_key
+from optdiv.cash.candidates import SpaceCandidates, seen_keys
 from optdiv.cash.optimizers import Optimizer, Suggestion
 
 
@@ -73,7 +73,7 @@ class RisingBandit:
     def suggest(self, history: Sequence, y_val=None) -> Suggestion:
         start = time.perf_counter()
         active, positions, eliminated, next_arm = self.state(history)
-        seen = {config_key(obs.config) for obs in history}
+        seen = seen_keys(history)
         order = [next_arm] + [a for a in active if a != next_arm] + list(reversed(eliminated))
         for arm in order:
             if not self._has_room(arm, seen):
