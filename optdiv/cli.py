@@ -127,7 +127,10 @@ def _run(args) -> int:
     finally:
         if bar is not None:
             bar.close()
-    members = ", ".join(f"{m['algorithm']} x{m['weight']:.2f}" for m in summary["ensemble"])
+    if summary.get("final") == "stacking":
+        members = "meta-model over " + ", ".join(m["algorithm"] for m in summary["ensemble"])
+    else:
+        members = ", ".join(f"{m['algorithm']} x{m['weight']:.2f}" for m in summary["ensemble"])
     print(
         f"{summary['method']} on {summary['dataset']} ({summary['task']}, {summary['metric']}): "
         f"{summary['n_evaluations']} evaluations, {summary['n_failed']} failed; "

@@ -208,6 +208,7 @@ def result_summary(result: SearchResult, dataset_name: str, task: str) -> Dict:
         "dataset": dataset_name,
         "task": task,
         "metric": result.info["metric"],
+        "final": result.info.get("final"),
         "space": result.info["space"],
         "n_evaluations": len(history),
         "n_failed": sum(obs.status != "ok" for obs in history),

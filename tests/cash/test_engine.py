@@ -123,6 +123,26 @@ def test_run_writes_result_json_and_model(tmp_path):
             space=tiny_space("classification"), budget=8, optimizer_options=FAST)
 
 
+def test_stacking_model_is_saved_with_its_meta_model(tmp_path):
+    csv = tmp_path / "bc.csv"
+    load_breast_cancer(as_frame=True).frame.sample(250, random_state=2).to_csv(csv, index=False)
+    result, summary = run(str(csv), target="target", out=str(tmp_path / "run"), seed=0, method="divbo-stacking",
+                          space=tiny_space("classification"), budget=8, optimizer_options=FAST)
+    import joblib
+
+    model = joblib.load(tmp_path / "run" / "model.joblib")
+    assert model.stacker is not None and len(model.members) == min(5, len(result.history))
+    frame = pd.read_csv(csv).drop(columns=["target"])
+    proba = model.predict_proba(frame)
+    assert proba.shape == (250, 2) and np.allclose(proba.sum(1), 1.0)
+    # the meta-model, not the uniform average, combines the members
+    from optdiv.cash.evaluator import predict_probabilities
+
+    members = [predict_probabilities(m, frame, 2) for m in model.members]
+    np.testing.assert_allclose(proba, model.stacker.predict(members))
+    assert summary["test_error"] == pytest.approx(result.test_loss)
+
+
 @pytest.mark.parametrize(
     "call,match",
     [
