@@ -29,7 +29,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--budget", type=int, default=50, help="number of evaluations")
     run.add_argument("--time-budget", type=float, help="wall-time budget of the whole search in seconds")
     run.add_argument("--time-limit", type=float, default=120.0, help="wall-time limit of one evaluation")
-    run.add_argument("--ensemble", default="caruana", choices=["caruana", "agnostic_bayes"])
+    run.add_argument("--ensemble", default="caruana", choices=["caruana", "agnostic_bayes", "amin", "smin"],
+                     help="final ensemble builder of the ensemble methods")
+    run.add_argument("--sampler", default="bootstrap",
+                     choices=["bootstrap", "bayesian_bootstrap", "dirichlet", "student_t"],
+                     help="Agnostic Bayes posterior sampler (dirichlet needs 0/1 loss)")
+    run.add_argument("--pool", default="caruana", choices=["caruana", "agnostic_bayes"],
+                     help="how DivBO / OptDivBO build their temporary pool")
+    run.add_argument("--vote", action="store_true", help="classification: weighted majority vote, not averaged probabilities")
     run.add_argument("--ensemble-size", type=int, default=25)
     run.add_argument("--refit", action="store_true", help="refit the members on train+validation")
     run.add_argument("--seed", type=int, default=0)
@@ -121,6 +128,9 @@ def _run(args) -> int:
             time_limit=args.time_limit,
             ensemble=args.ensemble,
             ensemble_size=args.ensemble_size,
+            sampler=args.sampler,
+            vote=args.vote,
+            pool=args.pool,
             refit=args.refit,
             progress=bar,
         )

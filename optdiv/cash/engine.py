@@ -46,22 +46,30 @@ class FinalChoice:
     members: List[int]
     weights: np.ndarray
     stacker: Optional[Stacker] = None
+    vote: bool = False
 
     def combine(self, member_preds) -> np.ndarray:
         if self.stacker is not None:
             return self.stacker.predict(member_preds)
-        return weighted_prediction(member_preds, self.weights)
+        return weighted_prediction(member_preds, self.weights, vote=self.vote)
 
 
 def finalize(spec: MethodSpec, strategy, history: List, y_val: np.ndarray, loss: str, ensemble: str = "caruana",
              ensemble_size: int = 25, seed: int = 0, task: str = "classification",
-             n_classes: Optional[int] = None):
-    """The method's final model over ``history``: (FinalChoice, its validation prediction)."""
+             n_classes: Optional[int] = None, sampler: str = "bootstrap", vote: bool = False):
+    """The method's final model over ``history``: (FinalChoice, its validation prediction).
+
+    ``sampler`` is Agnostic Bayes's posterior sampler; ``vote`` combines a classification ensemble by
+    weighted majority vote instead of averaging probabilities.
+    """
+    vote = bool(vote) and task == "classification"
     if spec.final == "single":
         choice = FinalChoice(*best_single(history))
     elif spec.final == "ensemble":
         size = spec.ensemble_size or ensemble_size
-        choice = FinalChoice(*choose_members(history, y_val, loss, ensemble, size, seed))
+        ensemble = spec.options.get("builder", ensemble)
+        choice = FinalChoice(*choose_members(history, y_val, loss, ensemble, size, seed, sampler=sampler, vote=vote),
+                             vote=vote)
     elif spec.final == "own":
         choice = FinalChoice(*strategy.final_members(history, y_val))
     elif spec.final == "bagging":
@@ -89,6 +97,7 @@ class SearchResult:
     model: Optional[EnsembleModel] = None
     info: Dict = field(default_factory=dict)
     stacker: Optional[Stacker] = None
+    vote: bool = False
 
 
 def search(
@@ -112,6 +121,9 @@ def search(
     optimizer_options: Optional[Dict] = None,
     candidates=None,
     evaluator=None,
+    sampler: str = "bootstrap",
+    vote: bool = False,
+    pool: str = "caruana",
 ) -> SearchResult:
     """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the final model.
 
@@ -128,6 +140,16 @@ def search(
         raise ValueError(f"unknown ensemble builder {ensemble!r}; choose one of {', '.join(BUILDERS)}")
     loss = resolve_metric(metric, task)
     space = get_space(space, task) if isinstance(space, str) else space
+    from optdiv.core.agnostic_bayes import SAMPLERS
+    from optdiv.core.pool import BUILDERS as POOL_BUILDERS
+
+    if pool not in POOL_BUILDERS:  # checked before any evaluation, not when the first pool is built
+        raise ValueError(f"unknown pool builder {pool!r}; choose one of {', '.join(POOL_BUILDERS)}")
+    if sampler not in SAMPLERS:
+        raise ValueError(f"unknown Agnostic Bayes sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+    if pool != "caruana":  # DivBO / OptDivBO's temporary pool built by another builder (e.g. agnostic_bayes)
+        optimizer_options = dict(optimizer_options or {})
+        optimizer_options["selector_options"] = {**optimizer_options.get("selector_options", {}), "pool_builder": pool}
     strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,
                              optimizer_options=optimizer_options)
     if evaluator is None:
@@ -150,7 +172,7 @@ def search(
     finally:
         evaluator.close()
     choice, val_pred = finalize(spec, strategy, history, splits.y_val, loss, ensemble, ensemble_size, seed, task,
-                                n_classes)
+                                n_classes, sampler=sampler, vote=vote)
     result = SearchResult(
         history=history,
         member_indices=choice.members,
@@ -162,6 +184,7 @@ def search(
         space=space,
         info={"method": spec.name, "strategy": spec.strategy, "final": spec.final, "metric": loss, "space": space.name},
         stacker=choice.stacker,
+        vote=choice.vote,
     )
     if splits.y_test is not None:
         if refit:
@@ -193,7 +216,8 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         members.append(pipe)
         info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss})
     columns = list(columns) if columns is not None else list(X.columns)
-    return EnsembleModel(members, result.weights, task, classes, columns, info, stacker=result.stacker)
+    return EnsembleModel(members, result.weights, task, classes, columns, info, stacker=result.stacker,
+                         vote=result.vote)
 
 
 def _model_prediction(model: EnsembleModel, X, task: str) -> np.ndarray:
@@ -283,4 +307,5 @@ def run(
     return result, summary
 
 
-_STORED_OPTIONS = ("method", "metric", "space", "budget", "time_limit", "ensemble", "ensemble_size", "refit")
+_STORED_OPTIONS = ("method", "metric", "space", "budget", "time_limit", "ensemble", "ensemble_size", "refit", "sampler",
+                   "vote", "pool")

@@ -11,24 +11,38 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from optdiv.core.agnostic_baselines import amin_weights, tuned_smin
+from optdiv.core.agnostic_bayes import SAMPLERS
 from optdiv.core.ensemble import agnostic_bayes_weights, ensemble_selection
 from optdiv.core.metrics import per_example_loss
 
-BUILDERS = ("caruana", "agnostic_bayes")
+#: caruana: ensemble selection; agnostic_bayes: posterior of being best (seed 002); amin: the lowest
+#: validation risk, ties at random; smin: Gibbs weights exp(-beta risk), beta tuned on the validation rows.
+BUILDERS = ("caruana", "agnostic_bayes", "amin", "smin")
 
 
 def choose_members(
-    history: Sequence, y_val: np.ndarray, loss: str, builder: str = "caruana", size: int = 25, seed: int = 0
+    history: Sequence, y_val: np.ndarray, loss: str, builder: str = "caruana", size: int = 25, seed: int = 0,
+    sampler: str = "bootstrap", vote: bool = False,
 ) -> Tuple[List[int], np.ndarray]:
-    """Indices into ``history`` and their weights (summing to 1); only successful runs take part."""
+    """Indices into ``history`` and their weights (summing to 1); only successful runs take part.
+
+    ``sampler`` is Agnostic Bayes's posterior sampler; ``vote`` tunes SMin for a weighted vote.
+    """
     if builder not in BUILDERS:
         raise ValueError(f"unknown ensemble builder {builder!r}; choose one of {', '.join(BUILDERS)}")
+    if sampler not in SAMPLERS:
+        raise ValueError(f"unknown Agnostic Bayes sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
     ok = _successful(history)
     preds = np.stack([history[i].val_pred for i in ok])
     if builder == "caruana":
         weights = ensemble_selection(preds, y_val, loss, size=size, seed=seed).weights
+    elif builder == "agnostic_bayes":
+        weights = agnostic_bayes_weights(per_example_loss(preds, y_val, loss).T, sampler=sampler, seed=seed)
+    elif builder == "amin":
+        weights = amin_weights(per_example_loss(preds, y_val, loss).T, seed=seed)
     else:
-        weights = agnostic_bayes_weights(per_example_loss(preds, y_val, loss).T, seed=seed)
+        weights = tuned_smin(preds, y_val, loss, vote=vote)[1]
     keep = np.flatnonzero(weights > 1e-6)
     return [ok[i] for i in keep], weights[keep] / weights[keep].sum()
 
@@ -103,7 +117,13 @@ def _successful(history: Sequence) -> List[int]:
     return ok
 
 
-def weighted_prediction(stored: Sequence[np.ndarray], weights: np.ndarray) -> np.ndarray:
+def weighted_prediction(stored: Sequence[np.ndarray], weights: np.ndarray, vote: bool = False) -> np.ndarray:
+    """Weighted average of the members' predictions; with ``vote`` (class probabilities only), the
+    weighted majority vote's shares per class (Agnostic Bayes's decision rule)."""
+    if vote:
+        from optdiv.core.agnostic_baselines import weighted_vote
+
+        return weighted_vote(np.stack(stored), np.asarray(weights, dtype=np.float64))
     return np.tensordot(np.asarray(weights, dtype=np.float64), np.stack(stored).astype(np.float64), axes=1)
 
 
@@ -115,8 +135,9 @@ class EnsembleModel:
     """
 
     def __init__(self, members: List, weights: np.ndarray, task: str, classes, columns: List[str], info: List[Dict],
-                 stacker: Optional[Stacker] = None):
+                 stacker: Optional[Stacker] = None, vote: bool = False):
         self.stacker = stacker
+        self.vote = bool(vote)
         self.members = members
         self.weights = np.asarray(weights, dtype=np.float64)
         self.task = task
@@ -139,7 +160,7 @@ class EnsembleModel:
         probs = [predict_probabilities(member, X, k) for member in self.members]
         if getattr(self, "stacker", None) is not None:
             return self.stacker.predict(probs)
-        return weighted_prediction(probs, self.weights)
+        return weighted_prediction(probs, self.weights, vote=getattr(self, "vote", False))
 
     def predict(self, X) -> np.ndarray:
         if self.task == "classification":

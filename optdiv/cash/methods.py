@@ -21,6 +21,8 @@ from optdiv.cash.baselines.rising_bandit import RisingBandit
 from optdiv.cash.optimizers import Optimizer
 
 FINALS = ("single", "ensemble", "own", "bagging", "stacking")
+#: Method options that change the search itself (the rest, e.g. ``builder``, change only the final model).
+SELECTOR_OPTIONS = ("fixed_weight", "beta", "pool_builder")
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,11 @@ METHODS: Dict[str, MethodSpec] = {
         _spec("divbo-stacking", "divbo", "stacking", "DivBO's search, meta-model over the 5 best (Table 9)"),
         _spec("optdivbo-", "optdivbo", "single", "OptDivBO's search, best single model"),
         _spec("optdivbo", "optdivbo", "ensemble", "OptDivBO: optimal-diversity BO + ensemble selection"),
+        _spec("bo-ab", "bo", "ensemble", "BO + Agnostic Bayes ensemble (bootstrap posterior of the best model)",
+              builder="agnostic_bayes"),
+        _spec("bo-smin", "bo", "ensemble", "BO + SMin (Gibbs weights, beta tuned on validation)", builder="smin"),
+        _spec("optdivbo-ab", "optdivbo", "ensemble", "OptDivBO with an Agnostic Bayes pool and final ensemble",
+              builder="agnostic_bayes", pool_builder="agnostic_bayes"),
     )
 }
 ALIASES = {"rs-": "rs", "bo-": "bo"}
@@ -79,7 +86,7 @@ def make_strategy(spec: MethodSpec, space, metric: str, seed: int = 0, candidate
     options = dict(optimizer_options or {})
     if spec.strategy in ("rs", "bo", "divbo", "optdivbo"):
         selector_options = dict(options.pop("selector_options", {}) or {})
-        selector_options.update({k: v for k, v in spec.options.items() if k in ("fixed_weight", "beta")})
+        selector_options.update({k: v for k, v in spec.options.items() if k in SELECTOR_OPTIONS})
         return Optimizer(space, spec.strategy, metric, seed=seed, candidates=candidates,
                          selector_options=selector_options, **options)
     options.pop("selector_options", None)

@@ -189,3 +189,38 @@ def test_agnostic_bayes_ensemble_and_time_budget(cls_splits):
     with pytest.raises(ValueError, match="ensemble builder"):
         search(cls_splits, "classification", n_classes=2, method="rs", space=tiny_space("classification"),
                budget=2, ensemble="stacking", optimizer_options=FAST)
+
+
+@pytest.mark.parametrize("ensemble,sampler,vote", [
+    ("agnostic_bayes", "dirichlet", True),
+    ("agnostic_bayes", "student_t", False),
+    ("amin", "bootstrap", False),
+    ("smin", "bootstrap", True),
+])
+def test_agnostic_bayes_builders_samplers_and_vote(cls_splits, ensemble, sampler, vote):
+    result = search(cls_splits, "classification", n_classes=2, method="bo-es", space=tiny_space("classification"),
+                    budget=8, seed=0, ensemble=ensemble, sampler=sampler, vote=vote, optimizer_options=FAST)
+    assert result.weights.sum() == pytest.approx(1.0)
+    assert all(result.history[i].status == "ok" for i in result.member_indices)
+    assert result.vote == vote
+    if ensemble == "amin":
+        best = min(obs.val_loss for obs in result.history if obs.status == "ok")
+        assert len(result.member_indices) == 1 and result.history[result.member_indices[0]].val_loss == best
+    from optdiv.cash.final_ensemble import weighted_prediction
+    from optdiv.core.metrics import mean_loss
+
+    test_pred = weighted_prediction([result.history[i].test_pred for i in result.member_indices], result.weights,
+                                    vote=vote)
+    assert result.test_loss == pytest.approx(float(mean_loss(test_pred, cls_splits.y_test, "error")))
+
+
+def test_diversity_pool_by_agnostic_bayes(cls_splits):
+    result = search(cls_splits, "classification", n_classes=2, method="optdivbo", space=tiny_space("classification"),
+                    budget=8, seed=0, pool="agnostic_bayes", optimizer_options=FAST)
+    assert len(result.history) == 8
+    with pytest.raises(ValueError, match="pool builder"):
+        search(cls_splits, "classification", n_classes=2, method="optdivbo", space=tiny_space("classification"),
+               budget=7, seed=0, pool="nope", optimizer_options=FAST)
+    with pytest.raises(ValueError, match="sampler"):
+        search(cls_splits, "classification", n_classes=2, method="bo-es", space=tiny_space("classification"),
+               budget=7, seed=0, ensemble="agnostic_bayes", sampler="nope", optimizer_options=FAST)
