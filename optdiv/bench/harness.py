@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-from optdiv.cash.methods import SELECTOR_OPTIONS, get_method
+from optdiv.cash.methods import SEARCH_OPTIONS, get_method
 
 RESULT_COLUMNS = [
     "dataset", "task", "metric", "mode", "method", "seed", "budget", "library_size", "best_val_error",
@@ -87,7 +87,7 @@ def parse_seeds(text: str) -> List[int]:
 def search_group(method: str) -> str:
     """Methods with the same group run the same search (they differ only in the final model)."""
     spec = get_method(method)
-    options = {k: v for k, v in sorted(spec.options.items()) if k in SELECTOR_OPTIONS}
+    options = {k: v for k, v in sorted(spec.options.items()) if k in SEARCH_OPTIONS}
     return spec.strategy + "".join(f"_{k}{v}" for k, v in options.items())
 
 

@@ -27,8 +27,8 @@ METRIC_TITLES = {"error": "Classification test error (%)", "mse": "Regression te
 FOCUS_METHODS = ("bo-es", "rb-es", "divbo", "optdivbo")
 #: Row order of the tables: the papers' order, then the variants.
 PAPER_ORDER = ("rs", "bo", "rb", "eo", "nes", "rs-es", "bo-es", "bo-es100", "rb-es", "kbo-es", "divbo-", "divbo",
-               "divbo-w0.1", "divbo-b0.01", "divbo-bagging", "divbo-stacking", "bo-ab", "bo-smin", "optdivbo-",
-               "optdivbo", "optdivbo-ab")
+               "divbo-w0.1", "divbo-b0.01", "divbo-bagging", "divbo-stacking", "bo-ab", "bo-smin", "dac-hb",
+               "dac-hb-es", "dac-sb", "dac-sb-es", "divbo-dac", "optdivbo-", "optdivbo", "optdivbo-ab", "optdivbo-dac")
 
 
 def read_results(directory: Path) -> List[Dict]:

@@ -35,6 +35,13 @@ def seen_keys(history) -> set:
     return {observation_key(obs) for obs in history}
 
 
+def _allowed(algorithm) -> Optional[frozenset]:
+    """None (any algorithm), or the set of algorithm names a restriction allows (a name or a collection)."""
+    if algorithm is None:
+        return None
+    return frozenset([algorithm]) if isinstance(algorithm, str) else frozenset(algorithm)
+
+
 def algorithm_codes(space, encoded: np.ndarray) -> np.ndarray:
     """Algorithm name of each encoded row, read from the algorithm column without decoding."""
     algorithms = list(space.algorithms)
@@ -58,20 +65,21 @@ class SpaceCandidates:
 
     def random(self, rng: np.random.Generator, seen: set, algorithm: Optional[str] = None, tries: int = 20) -> Dict:
         config = None
+        allowed = _allowed(algorithm)
         for _ in range(tries):
-            batch = self.space.sample(1 if algorithm is None else 64, seed=int(rng.integers(2**31)))
+            batch = self.space.sample(1 if allowed is None else 64, seed=int(rng.integers(2**31)))
             for config in batch:
-                if algorithm is not None and self.space.algorithm_of(config) != algorithm:
+                if allowed is not None and self.space.algorithm_of(config) not in allowed:
                     continue
                 if config_key(config) not in seen:
                     return config
-        if config is None or (algorithm is not None and self.space.algorithm_of(config) != algorithm):
-            raise RuntimeError(f"could not sample a configuration of algorithm {algorithm!r}")
+        if config is None or (allowed is not None and self.space.algorithm_of(config) not in allowed):
+            raise RuntimeError(f"could not sample a configuration of algorithm(s) {sorted(allowed)}")
         return config  # a tiny space may be exhausted: re-evaluating beats stopping
 
     def candidates(
         self, history: Sequence, obs_x: np.ndarray, rng: np.random.Generator, n_random: int, n_local: int,
-        algorithm: Optional[str] = None,
+        algorithm: Optional[str] = None, seen: Optional[set] = None,
     ) -> Tuple[list, np.ndarray]:
         """Random plus local candidates (``Configuration`` objects) and their encoding, minus duplicates and
         configurations already evaluated (compared on the encoded vectors)."""
@@ -84,7 +92,7 @@ class SpaceCandidates:
             return [], np.empty((0, obs_x.shape[1]))
         cand_x = self.space.encode(configs)
         if algorithm is not None:
-            mine = np.flatnonzero(algorithm_codes(self.space, cand_x) == algorithm)
+            mine = np.flatnonzero(np.isin(algorithm_codes(self.space, cand_x), list(_allowed(algorithm))))
             configs, cand_x = [configs[i] for i in mine], cand_x[mine]
             if not configs:
                 return [], np.empty((0, obs_x.shape[1]))
@@ -93,7 +101,11 @@ class SpaceCandidates:
         keep = np.sort(first[first >= len(obs_x)]) - len(obs_x)
         seen_rows = {row.tobytes() for row in keys[: len(obs_x)]}
         keep = np.array([i for i in keep if keys[len(obs_x) + i].tobytes() not in seen_rows], dtype=np.intp)
-        return [configs[i] for i in keep], cand_x[keep]
+        configs, cand_x = [configs[i] for i in keep], cand_x[keep]
+        if seen is not None and len(seen) > len(history):  # part of the run only: drop the rest's configurations
+            mine = [i for i, c in enumerate(configs) if config_key(as_dict(c)) not in seen]
+            configs, cand_x = [configs[i] for i in mine], cand_x[mine]
+        return configs, cand_x
 
     def encode_history(self, history) -> np.ndarray:
         """The observations' encoding, each configuration encoded once per source."""
@@ -136,7 +148,7 @@ class LibraryCandidates:
     def open_members(self, seen: set, algorithm: Optional[str] = None) -> np.ndarray:
         mask = self.offerable.copy()
         if algorithm is not None:
-            mask &= self.codes == algorithm
+            mask &= np.isin(self.codes, list(_allowed(algorithm)))
         return np.array([i for i in np.flatnonzero(mask) if self.keys[i] not in seen], dtype=np.intp)
 
     def random(self, rng: np.random.Generator, seen: set, algorithm: Optional[str] = None, tries: int = 0) -> Dict:
@@ -147,8 +159,11 @@ class LibraryCandidates:
             raise LibraryExhausted("every library member has been evaluated: grow the library or lower the budget")
         return dict(self.library.configs[int(rng.choice(members))])
 
-    def candidates(self, history, obs_x, rng, n_random: int, n_local: int, algorithm: Optional[str] = None):
-        members = self.open_members(seen_keys(history), algorithm)
+    def candidates(self, history, obs_x, rng, n_random: int, n_local: int, algorithm: Optional[str] = None,
+                   seen: Optional[set] = None):
+        """Every open member (of ``algorithm``); ``seen``: keys of all evaluated configurations when
+        ``history`` is only part of the run (a bandit arm's or a sub-space's observations)."""
+        members = self.open_members(seen if seen is not None else seen_keys(history), algorithm)
         return [dict(self.library.configs[i]) for i in members], self.library.encoded[members]
 
     def encode_history(self, history) -> np.ndarray:

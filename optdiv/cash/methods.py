@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
+from optdiv.cash.baselines.dacopt import DACOpt
 from optdiv.cash.baselines.ensemble_optimization import EnsembleOptimization
 from optdiv.cash.baselines.evolution import RegularisedEvolutionEnsemble
 from optdiv.cash.baselines.per_algorithm import PerAlgorithmBO
@@ -22,6 +23,8 @@ from optdiv.cash.optimizers import Optimizer
 
 FINALS = ("single", "ensemble", "own", "bagging", "stacking")
 #: Method options that change the search itself (the rest, e.g. ``builder``, change only the final model).
+SEARCH_OPTIONS = ("fixed_weight", "beta", "pool_builder", "contest", "inner")
+#: Of those, the ones the diversity selector takes.
 SELECTOR_OPTIONS = ("fixed_weight", "beta", "pool_builder")
 
 
@@ -63,6 +66,16 @@ METHODS: Dict[str, MethodSpec] = {
         _spec("divbo-stacking", "divbo", "stacking", "DivBO's search, meta-model over the 5 best (Table 9)"),
         _spec("optdivbo-", "optdivbo", "single", "OptDivBO's search, best single model"),
         _spec("optdivbo", "optdivbo", "ensemble", "OptDivBO: optimal-diversity BO + ensemble selection"),
+        _spec("dac-hb", "dac", "single", "DACOpt: BO per algorithm group, highest-performance contest (eta 3)",
+              contest="highest", inner="bo"),
+        _spec("dac-hb-es", "dac", "ensemble", "DAC-HB + post-hoc ensemble selection", contest="highest", inner="bo"),
+        _spec("dac-sb", "dac", "single", "DACOpt with the statistical contest (Friedman/Wilcoxon + Holm)",
+              contest="statistical", inner="bo"),
+        _spec("dac-sb-es", "dac", "ensemble", "DAC-SB + post-hoc ensemble selection", contest="statistical",
+              inner="bo"),
+        _spec("optdivbo-dac", "dac", "ensemble", "DACOpt's contest over sub-spaces, OptDivBO inside each, one global "
+              "pool and diversity surrogate", contest="highest", inner="optdivbo"),
+        _spec("divbo-dac", "dac", "ensemble", "as optdivbo-dac with DivBO inside", contest="highest", inner="divbo"),
         _spec("bo-ab", "bo", "ensemble", "BO + Agnostic Bayes ensemble (bootstrap posterior of the best model)",
               builder="agnostic_bayes"),
         _spec("bo-smin", "bo", "ensemble", "BO + SMin (Gibbs weights, beta tuned on validation)", builder="smin"),
@@ -89,7 +102,10 @@ def make_strategy(spec: MethodSpec, space, metric: str, seed: int = 0, candidate
         selector_options.update({k: v for k, v in spec.options.items() if k in SELECTOR_OPTIONS})
         return Optimizer(space, spec.strategy, metric, seed=seed, candidates=candidates,
                          selector_options=selector_options, **options)
-    options.pop("selector_options", None)
+    selector_options = options.pop("selector_options", None)
+    if spec.strategy == "dac":
+        return DACOpt(space, metric, seed=seed, candidates=candidates, budget=budget, inner=spec.options["inner"],
+                      contest=spec.options["contest"], selector_options=selector_options, **options)
     if spec.strategy == "rb":
         return RisingBandit(space, metric, seed=seed, candidates=candidates, budget=budget, **options)
     if spec.strategy == "kbo":

@@ -71,15 +71,19 @@ class Optimizer:
         self,
         history: Sequence,
         y_val: Optional[np.ndarray] = None,
-        algorithm: Optional[str] = None,
+        algorithm=None,
         stream: int = 0,
         seen: Optional[set] = None,
+        context: Optional[Sequence] = None,
     ) -> Suggestion:
         """Next configuration; `history` holds Observations (config, status, val_loss, val_pred).
 
-        ``algorithm`` restricts the suggestion to one algorithm (an arm of a bandit that passes only
-        that arm's observations as ``history``), ``stream`` keeps arms' random draws apart, and ``seen``
-        holds the keys of every evaluated configuration when ``history`` is such a subset.
+        ``algorithm`` restricts the suggestion to one algorithm or a collection of them (an arm of a
+        bandit that passes only that arm's observations as ``history``), ``stream`` keeps arms' random
+        draws apart, and ``seen`` holds the keys of every evaluated configuration when ``history`` is such
+        a subset. ``context``: the whole history, when the diversity term (pool, pairwise diversity,
+        surrogate and the weight's t) must see every observation while the performance model sees only
+        ``history`` (OptDivBO inside a DACOpt sub-space).
         """
         start = time.perf_counter()
         step = len(history)
@@ -89,7 +93,8 @@ class Optimizer:
             config = self.source.random(rng, seen, algorithm)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random"})
         obs_x = self.source.encode_history(history)
-        candidates, cand_x = self.source.candidates(history, obs_x, rng, self.n_random, self.n_local, algorithm)
+        candidates, cand_x = self.source.candidates(history, obs_x, rng, self.n_random, self.n_local, algorithm,
+                                                    seen=seen)
         if not candidates:
             config = self.source.random(rng, seen, algorithm)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random (space exhausted)"})
@@ -101,6 +106,9 @@ class Optimizer:
         info: Dict = {"strategy": self.method}
         if self.method == "bo":
             index = int(np.argmax(ei))
+        elif context is not None:
+            context_x = self.source.encode_history(context)
+            index, info = self._diversity_choice(context, context_x, cand_x, ei, y_val, rng, info)
         else:
             index, info = self._diversity_choice(history, obs_x, cand_x, ei, y_val, rng, info)
         return Suggestion(as_dict(candidates[index]), time.perf_counter() - start, info)

@@ -55,3 +55,85 @@ def test_statistical_contest_drops_clearly_worse_candidates_and_keeps_equal_ones
 def test_holm_step_down():
     assert _holm_rejections([0.01, 0.04, 0.03], 0.05) == [0]  # 0.01 <= 0.05/3; 0.03 > 0.05/2 stops
     assert sorted(_holm_rejections([0.001, 0.02, 0.04], 0.05)) == [0, 1, 2]
+
+
+class _TenArms:
+    replay = False
+
+    def algorithms(self):
+        return [f"a{i}" for i in range(10)]
+
+
+def _obs(i, loss):
+    from optdiv.cash.evaluator import Observation
+
+    return Observation({"x": i}, "ok", loss, index=i)
+
+
+def test_dacopt_highest_contest_schedule_10_4_2_within_budget():
+    from optdiv.cash.baselines.dacopt import DACOpt
+
+    dac = DACOpt(space=None, metric="error", seed=0, candidates=_TenArms(), budget=100, b_init=5)
+    assert len(dac.groups) == 10
+    quality = {g: 0.1 * (k + 1) for k, g in enumerate(range(10))}  # group g's loss
+    history = []
+    counts = []
+    for step in range(100):
+        g, positions, survivors = dac.assign(history)
+        counts.append(len(survivors))
+        history.append(_obs(step, quality[g]))
+    g, positions, survivors = dac.assign(history)
+    assert sum(len(p) for p in positions.values()) == 100
+    assert all(len(positions[g]) >= 5 for g in range(10))  # round 0: b_init each
+    assert sorted(set(counts)) == [2, 4, 10]
+    # the two best groups (losses 0.1, 0.2) are the last survivors and get the late budget
+    assert sorted(survivors) == [0, 1]
+    late = [g for g in range(10) if any(p >= 74 for p in positions[g])]
+    assert sorted(late) == [0, 1]
+    # round 1: 4 survivors x floor(floor(50 / 2) / 4) = 6 each; round 2: floor(26 / 1) / 2 = 13 each
+    assert sorted(len(positions[g]) for g in range(4)) == [11, 11, 5 + 6 + 13, 5 + 6 + 13]
+
+
+def test_dacopt_statistical_contest_drops_a_clearly_worse_group():
+    from optdiv.cash.baselines.dacopt import DACOpt
+
+    class _Three:
+        replay = False
+
+        def algorithms(self):
+            return ["a", "b", "c"]
+
+    dac = DACOpt(space=None, metric="error", seed=1, candidates=_Three(), budget=60, b_init=2,
+                 contest="statistical")
+    rng = np.random.default_rng(0)
+    loss = {0: 0.1, 1: 0.5, 2: 0.52}
+    history = []
+    for step in range(60):
+        g, _, survivors = dac.assign(history)
+        history.append(_obs(step, loss[g] + rng.normal(0, 0.005)))
+    _, positions, survivors = dac.assign(history)
+    best = min(range(3), key=lambda g: loss[g])
+    assert survivors == [best]
+    assert len(positions[best]) > 30
+
+
+def test_optdivbo_dac_uses_one_global_pool(cls_library):
+    from optdiv.bench.replay import LibraryEvaluator
+    from optdiv.cash.baselines.dacopt import DACOpt
+    from optdiv.cash.candidates import LibraryCandidates
+
+    dac = DACOpt(cls_library.space, "error", seed=0, candidates=LibraryCandidates(cls_library), budget=40,
+                 inner="optdivbo", b_init=3, max_groups=4, n_trees=10)
+    evaluator = LibraryEvaluator(cls_library, "error")
+    history, pools = [], []
+    for step in range(40):
+        suggestion = dac.suggest(history, cls_library.y_val)
+        if "pool" in suggestion.info:
+            group = suggestion.info["subspace"]
+            _, positions, _ = dac.assign(history)
+            pools.append((group, set(suggestion.info["pool"]), set(positions[group])))
+        history.append(evaluator.evaluate(suggestion.config, index=step))
+    assert pools, "the diversity term never ran"
+    # the pool is drawn from every sub-space's runs, not just the suggesting one's
+    assert any(pool - own for _, pool, own in pools)
+    assert len({obs.algorithm for obs in history}) > 3
