@@ -26,9 +26,9 @@ from optdiv.bench.stats import average_ranks, better_same_worse
 METRIC_TITLES = {"error": "Classification test error (%)", "mse": "Regression test MSE", "mae": "Regression test MAE"}
 FOCUS_METHODS = ("bo-es", "rb-es", "divbo", "optdivbo")
 #: Row order of the tables: the papers' order, then the variants.
-PAPER_ORDER = ("rs", "bo", "rb", "eo", "nes", "rs-es", "bo-es", "bo-es100", "rb-es", "kbo-es", "divbo-", "divbo",
-               "divbo-w0.1", "divbo-b0.01", "divbo-bagging", "divbo-stacking", "bo-ab", "bo-smin", "dac-hb",
-               "dac-hb-es", "dac-sb", "dac-sb-es", "divbo-dac", "optdivbo-", "optdivbo", "optdivbo-ab", "optdivbo-dac")
+PAPER_ORDER = ("rs", "bo", "tpe", "rb", "eo", "nes", "rs-es", "bo-es", "bo-es100", "rb-es", "kbo-es", "divbo-", "divbo",
+               "divbo-w0.1", "divbo-b0.01", "divbo-bagging", "divbo-stacking", "bo-ab", "bo-smin", "tpe-es", "dac-hb",
+               "dac-hb-es", "dac-hh", "dac-hh-es", "dac-sb", "dac-sb-es", "dac-sh", "dac-sh-es", "divbo-dac", "optdivbo-", "optdivbo", "optdivbo-ab", "optdivbo-dac")
 
 
 def read_results(directory: Path) -> List[Dict]:

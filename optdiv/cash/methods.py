@@ -47,6 +47,8 @@ METHODS: Dict[str, MethodSpec] = {
     for spec in (
         _spec("rs", "rs", "single", "random search, best single model"),
         _spec("bo", "bo", "single", "Bayesian optimisation (PRF + EI), best single model"),
+        _spec("tpe", "tpe", "single", "tree-structured Parzen estimator (Hyperopt-style), best single model"),
+        _spec("tpe-es", "tpe", "ensemble", "TPE + post-hoc ensemble selection"),
         _spec("rb", "rb", "single", "Rising Bandit over algorithms (alpha 3, 5 trials per arm), best single model"),
         _spec("eo", "eo", "own", "Ensemble Optimization, ensemble of 12 renewed slot by slot", selector_size=12),
         _spec("nes", "nes", "ensemble", "regularised-evolution ensemble search, population 30", ensemble_size=10),
@@ -69,6 +71,13 @@ METHODS: Dict[str, MethodSpec] = {
         _spec("dac-hb", "dac", "single", "DACOpt: BO per algorithm group, highest-performance contest (eta 3)",
               contest="highest", inner="bo"),
         _spec("dac-hb-es", "dac", "ensemble", "DAC-HB + post-hoc ensemble selection", contest="highest", inner="bo"),
+        _spec("dac-hh", "dac", "single", "DACOpt, highest-performance contest, TPE inside (the paper's Hyperopt)",
+              contest="highest", inner="tpe"),
+        _spec("dac-hh-es", "dac", "ensemble", "DAC-HH + post-hoc ensemble selection", contest="highest", inner="tpe"),
+        _spec("dac-sh", "dac", "single", "DACOpt, statistical contest, TPE inside", contest="statistical",
+              inner="tpe"),
+        _spec("dac-sh-es", "dac", "ensemble", "DAC-SH + post-hoc ensemble selection", contest="statistical",
+              inner="tpe"),
         _spec("dac-sb", "dac", "single", "DACOpt with the statistical contest (Friedman/Wilcoxon + Holm)",
               contest="statistical", inner="bo"),
         _spec("dac-sb-es", "dac", "ensemble", "DAC-SB + post-hoc ensemble selection", contest="statistical",
@@ -97,7 +106,7 @@ def make_strategy(spec: MethodSpec, space, metric: str, seed: int = 0, candidate
                   budget: Optional[int] = None, optimizer_options: Optional[Dict] = None):
     """The object whose ``suggest(history, y_val)`` drives the search for ``spec``."""
     options = dict(optimizer_options or {})
-    if spec.strategy in ("rs", "bo", "divbo", "optdivbo"):
+    if spec.strategy in ("rs", "bo", "tpe", "divbo", "optdivbo"):
         selector_options = dict(options.pop("selector_options", {}) or {})
         selector_options.update({k: v for k, v in spec.options.items() if k in SELECTOR_OPTIONS})
         return Optimizer(space, spec.strategy, metric, seed=seed, candidates=candidates,

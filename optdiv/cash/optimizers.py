@@ -20,8 +20,9 @@ from optdiv.cash.candidates import SpaceCandidates, as_dict, seen_keys
 from optdiv.core.diversity import diversity_to_pool, pairwise_diversity
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
+from optdiv.core.tpe import ParzenRatio
 
-METHODS = ("rs", "bo", "divbo", "optdivbo")  # the suggestion strategies; named methods live in methods.py
+METHODS = ("rs", "bo", "tpe", "divbo", "optdivbo")  # the suggestion strategies; named methods live in methods.py
 
 
 def parse_method(name: str):
@@ -99,6 +100,10 @@ class Optimizer:
             config = self.source.random(rng, seen, algorithm)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random (space exhausted)"})
         losses = _losses_with_failures(history)
+        if self.method == "tpe":
+            scores = ParzenRatio().fit(obs_x, losses).score(cand_x)
+            index = int(np.argmax(scores))
+            return Suggestion(as_dict(candidates[index]), time.perf_counter() - start, {"strategy": "tpe"})
         forest = ProbabilisticRandomForest(n_trees=self.n_trees, seed=int(rng.integers(2**31)))
         forest.fit(obs_x, losses)
         mean, var = forest.predict(cand_x)

@@ -34,7 +34,7 @@ def cls_splits():
 
 
 @pytest.mark.parametrize("method", ["rs", "bo", "divbo", "optdivbo", "optdivbo-", "rb-es", "kbo-es", "eo", "nes",
-                                    "divbo-stacking", "bo-es"])
+                                    "divbo-stacking", "bo-es", "tpe-es", "dac-sb-es", "optdivbo-dac"])
 def test_each_method_finishes_and_beats_chance(cls_splits, method):
     result = search(
         cls_splits, "classification", n_classes=2, method=method, space=tiny_space("classification"),

@@ -13,7 +13,8 @@ candidate running its own BO on its own observations.
   has more than 2 evaluations beyond its initial design, Friedman's (or Wilcoxon's) test on those losses,
   aligned by round, with Holm's correction, drops the significantly worse ones; a lone survivor gets the rest.
 
-``inner`` chooses each candidate's optimiser: ``bo``, or ``divbo`` / ``optdivbo`` with **one global pool and
+``inner`` chooses each candidate's optimiser: ``bo`` (PRF + EI, for the paper's BO4ML), ``tpe`` (for its
+Hyperopt), or ``divbo`` / ``optdivbo`` with **one global pool and
 one diversity surrogate**: the diversity term sees every observation of every sub-space (``context``), the
 performance model only the candidate's own. The schedule is rebuilt from the history at every call, so a
 resumed run continues exactly.
@@ -87,8 +88,8 @@ class DACOpt:
                  alpha: float = 0.05, selector_options: Optional[Dict] = None, **bo_options):
         if contest not in ("highest", "statistical"):
             raise ValueError(f"unknown contest {contest!r}; choose highest or statistical")
-        if inner not in ("bo", "divbo", "optdivbo"):
-            raise ValueError(f"unknown inner optimiser {inner!r}; choose bo, divbo or optdivbo")
+        if inner not in ("bo", "tpe", "divbo", "optdivbo"):
+            raise ValueError(f"unknown inner optimiser {inner!r}; choose bo, tpe, divbo or optdivbo")
         if eta < 2 or b_init < 1:
             raise ValueError("DACOpt needs eta >= 2 and b_init >= 1")
         self.space, self.metric, self.seed = space, metric, int(seed)
@@ -98,7 +99,7 @@ class DACOpt:
         self.groups = [groups[i] for i in order]
         self.inner = Optimizer(space, inner, metric, seed=seed, candidates=self.source,
                                n_initial=b_init, selector_options=selector_options, **bo_options)
-        self.diverse = inner != "bo"
+        self.diverse = inner in ("divbo", "optdivbo")
         self.budget = int(budget) if budget is not None else 250
         self.contest, self.eta, self.b_init, self.alpha = contest, int(eta), int(b_init), float(alpha)
 
