@@ -60,3 +60,23 @@ def mean_loss(preds, y, name: LossSpec):
     if callable(name):
         return float(name(np.asarray(y), np.asarray(preds)))
     return per_example_loss(preds, y, name).mean(axis=-1)
+
+
+def gm_micro(y_true, y_pred, n_classes: int) -> float:
+    """Micro-averaged geometric mean of sensitivity and specificity (DACOpt's imbalanced-data metric).
+
+    Every class is scored one-vs-rest and the counts are summed before the rates are taken:
+    sqrt(sum TP / (sum TP + sum FN) * sum TN / (sum TN + sum FP)). Not an average of per-example losses,
+    so it is a black-box metric for OptDivBO (the zero_one diversity kind).
+    """
+    y_true = np.asarray(y_true, dtype=np.int64)
+    y_pred = np.asarray(y_pred, dtype=np.int64)
+    if y_true.shape != y_pred.shape or y_true.ndim != 1 or y_true.size == 0:
+        raise ValueError("y_true and y_pred must be non-empty label vectors of the same length")
+    confusion = np.zeros((n_classes, n_classes), dtype=np.int64)
+    np.add.at(confusion, (y_true, y_pred), 1)
+    tp = np.trace(confusion)
+    fn = confusion.sum() - tp  # every off-diagonal count is one FN (for its true class) ...
+    fp = fn  # ... and one FP (for its predicted class)
+    tn = n_classes * confusion.sum() - tp - fn - fp
+    return float(np.sqrt(tp / (tp + fn) * tn / (tn + fp)))
