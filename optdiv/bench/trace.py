@@ -42,14 +42,15 @@ def pool_members(history: Sequence, upto: int, y_val: np.ndarray, metric: str, s
 
 
 def minimum_diversity(history: Sequence, start: int, stop: int, pool: List[int], y_val: np.ndarray) -> float:
-    """Mean over the successful suggestions in [start, stop) of their smallest DivBO diversity to ``pool``."""
+    """Median over the successful suggestions in [start, stop) of their smallest DivBO diversity to ``pool``
+    (the median, because one regression model with exploding predictions makes a mean meaningless)."""
     new = [i for i in range(start, stop) if history[i].status == "ok" and history[i].val_pred is not None]
     if not new or not pool:
         return float("nan")
     new_preds = np.stack([history[i].val_pred for i in new])
     pool_preds = np.stack([history[i].val_pred for i in pool])
     matrix = diversity_to_pool(new_preds, pool_preds, y_val, "divbo")
-    return float(np.mean(matrix.min(axis=1)))
+    return float(np.median(matrix.min(axis=1)))
 
 
 def member_diversity(history: Sequence, members: Sequence[int], y_val: np.ndarray) -> List[List[float]]:
