@@ -10,6 +10,20 @@ from typing import List, Optional
 from optdiv import __version__
 
 
+def _constraint(text: str):
+    """argparse type of ``--constraint``: a parsed Constraint, or argparse's error with the reason."""
+    from optdiv.cash.constraints import Constraint
+
+    try:
+        return Constraint.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+CONSTRAINT_HELP = ("black-box constraint NAME<=X (also <, >=, >), repeatable; NAME: fit_seconds, predict_seconds "
+                   "(validation prediction wall time), predict_us_per_row; violating runs are marked infeasible "
+                   "and never enter the ensemble")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -39,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--vote", action="store_true", help="classification: weighted majority vote, not averaged probabilities")
     run.add_argument("--ensemble-size", type=int, default=25)
     run.add_argument("--refit", action="store_true", help="refit the members on train+validation")
+    run.add_argument("--constraint", action="append", type=_constraint, metavar="NAME<=X", help=CONSTRAINT_HELP)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", help="run directory for the log, predictions, result.json and model.joblib")
     run.add_argument("--resume", action="store_true", help="continue the run stored in --out")
@@ -64,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--jobs", type=int, default=1, help="searches run in parallel processes")
     bench.add_argument("--trace-every", type=int, default=10, help="evaluations between trace checkpoints")
     bench.add_argument("--build-only", action="store_true", help="replay mode: build the libraries and stop")
+    bench.add_argument("--constraint", action="append", type=_constraint, metavar="NAME<=X", help=CONSTRAINT_HELP)
     bench.add_argument("--out", required=True, help="bench directory (resumable: finished runs are kept)")
 
     report = sub.add_parser("report", help="write report.md (tables, Wilcoxon, figures) for a bench directory")
@@ -89,17 +105,22 @@ class ProgressBar:
         self.width = width
         self.best = float("inf")
         self.failed = 0
+        self.infeasible = 0
 
     def __call__(self, done: int, total: Optional[int], obs) -> None:
         if obs.status == "ok":
             self.best = min(self.best, obs.val_loss)
+        elif obs.status == "infeasible":
+            self.infeasible += 1
         else:
             self.failed += 1
         frac = done / total if total else 0.0
         filled = int(self.width * frac)
         bar = "#" * filled + "-" * (self.width - filled)
         of = f"/{total}" if total else ""
-        line = f"\r[{bar}] {done}{of} best val {self.best:.4f} failed {self.failed} last {obs.algorithm}"
+        infeasible = f" infeasible {self.infeasible}" if self.infeasible else ""
+        line = (f"\r[{bar}] {done}{of} best val {self.best:.4f} failed {self.failed}{infeasible} "
+                f"last {obs.algorithm}")
         self.stream.write(line[:120].ljust(120))
         self.stream.flush()
 
@@ -132,6 +153,7 @@ def _run(args) -> int:
             vote=args.vote,
             pool=args.pool,
             refit=args.refit,
+            constraints=args.constraint,
             progress=bar,
         )
     finally:
@@ -141,9 +163,10 @@ def _run(args) -> int:
         members = "meta-model over " + ", ".join(m["algorithm"] for m in summary["ensemble"])
     else:
         members = ", ".join(f"{m['algorithm']} x{m['weight']:.2f}" for m in summary["ensemble"])
+    infeasible = f", {summary['n_infeasible']} infeasible" if summary.get("constraints") else ""
     print(
         f"{summary['method']} on {summary['dataset']} ({summary['task']}, {summary['metric']}): "
-        f"{summary['n_evaluations']} evaluations, {summary['n_failed']} failed; "
+        f"{summary['n_evaluations']} evaluations, {summary['n_failed']} failed{infeasible}; "
         f"val {summary['val_error']:.4f}, test {summary['test_error']:.4f}; ensemble: {members}"
     )
     if args.out:
@@ -189,6 +212,7 @@ def _bench(args) -> int:
         time_limit=args.time_limit,
         space=args.space,
         trace_every=args.trace_every,
+        constraints=[str(c) for c in args.constraint or []],
     )
     say = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     if args.build_only:
@@ -222,6 +246,8 @@ def _methods() -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from optdiv.cash.constraints import InfeasibleSearchError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -240,7 +266,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
             print(format_demo(run_demo(seed=args.seed)))
             return 0
-    except (ValueError, FileNotFoundError, FileExistsError) as exc:
+    except (ValueError, FileNotFoundError, FileExistsError, InfeasibleSearchError) as exc:
         print(f"optdiv: error: {exc}", file=sys.stderr)
         return 2
     parser.print_help()

@@ -16,6 +16,9 @@ Modes. *Live*: real evaluations; the data are split 60/20/20 with the run's seed
 (``library=N``): the first N random configurations of a library per dataset (split seed 0, built once
 and cached under ``cache``) are the only candidates, so seeds vary the search, not the split. Every row
 says which mode produced it.
+
+Constraints (``--constraint``, optdiv.cash.constraints) apply to every search of a bench and are part of
+its settings; ``n_infeasible`` counts the runs that violated them (empty in rows written before it existed).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from optdiv.cash.methods import SEARCH_OPTIONS, get_method
 RESULT_COLUMNS = [
     "dataset", "task", "metric", "mode", "method", "seed", "budget", "library_size", "best_val_error",
     "val_error", "test_error", "n_evaluations", "n_failed", "wall_seconds", "optimizer_seconds", "search_group",
+    "n_infeasible",
 ]
 CLASSIFICATION_METRICS = ("error",)
 
@@ -109,10 +113,14 @@ class Bench:
     space: str = "autosklearn"
     trace_every: int = 10
     ensemble_size: int = 25
+    constraints: Sequence[str] = ()
 
     def __post_init__(self):
+        from optdiv.cash.constraints import settings_form
+
         for method in self.methods:
             get_method(method)  # unknown names fail before anything runs
+        self.constraints = settings_form(self.constraints)  # malformed ones fail here too
         self.out = Path(self.out)
         if self.library is not None and self.library < self.budget:
             raise ValueError(f"a replay library of {self.library} cannot serve a budget of {self.budget}")
@@ -126,7 +134,8 @@ class Bench:
 
     def settings(self) -> Dict:
         return {"mode": self.mode, "budget": self.budget, "library": self.library, "space": self.space,
-                "time_limit": self.time_limit if self.mode == "live" else None, "ensemble_size": self.ensemble_size}
+                "time_limit": self.time_limit if self.mode == "live" else None, "ensemble_size": self.ensemble_size,
+                "constraints": list(self.constraints)}
 
     def units(self) -> List[Dict]:
         """One unit per (dataset, metric, search group, seed) with at least one unfinished method."""
@@ -146,6 +155,7 @@ class Bench:
                                 "seed": seed, "budget": self.budget, "library": self.library, "cache": self.cache,
                                 "out": str(self.out), "time_limit": self.time_limit, "space": self.space,
                                 "trace_every": self.trace_every, "ensemble_size": self.ensemble_size,
+                                "constraints": list(self.constraints),
                             })
         # seed-major: an interrupted bench leaves every dataset with the same seeds done
         return sorted(units, key=lambda u: u["seed"])
@@ -156,6 +166,7 @@ class Bench:
         _check_settings(self.out / "bench.json", self.settings())
         if self.library is not None:
             self.build_libraries(jobs, say)
+            self.check_library_measures()
         rows_path = self.out / "results.csv"
         rebuild_results(self.out)
         units = self.units()
@@ -196,6 +207,17 @@ class Bench:
                 for future in cf.as_completed([pool.submit(build_library, *a) for a in args]):
                     future.result()
 
+    def check_library_measures(self) -> None:
+        """Refuse, before any search, constraints on a measure some library never recorded."""
+        from optdiv.bench.library import check_library_measures, library_dir
+        from optdiv.cash.constraints import parse_constraints
+
+        names = sorted({c.measure for c in parse_constraints(self.constraints)})
+        if not names:
+            return
+        for ref in self.datasets:
+            check_library_measures(library_dir(self.cache, ref.name, 0, self.space), self.library, names)
+
 
 def _library_ready(ref: DatasetRef, bench: Bench) -> bool:
     from optdiv.bench.library import library_dir
@@ -212,6 +234,7 @@ def _describe(unit: Dict) -> str:
 def _check_settings(path: Path, settings: Dict) -> None:
     if path.exists():
         stored = json.loads(path.read_text())
+        stored.setdefault("constraints", [])  # benches started before constraints existed had none
         if stored != settings:
             raise ValueError(f"{path.parent} holds a bench with other settings ({stored}); use another --out")
     else:
@@ -264,12 +287,14 @@ def run_unit(unit: Dict) -> List[Dict]:
     ref = DatasetRef(**unit["dataset"])
     metric, seed, budget, methods = unit["metric"], int(unit["seed"]), int(unit["budget"]), unit["methods"]
     out = Path(unit["out"])
+    constraints = list(unit.get("constraints") or [])
     start = time.perf_counter()
     if unit["library"] is not None:
         from optdiv.bench.replay import replay_search
 
         library = _library(ref.spec, unit["cache"], int(unit["library"]), unit["space"])
-        result = replay_search(library, methods[0], metric, seed, budget, ensemble_size=unit["ensemble_size"])
+        result = replay_search(library, methods[0], metric, seed, budget, ensemble_size=unit["ensemble_size"],
+                               constraints=constraints)
         y_val, y_test, space, task = library.y_val, library.y_test, library.space, library.task
         n_classes = library.val_preds.shape[2] if library.val_preds.ndim == 3 else None
     else:
@@ -279,11 +304,13 @@ def run_unit(unit: Dict) -> List[Dict]:
         dataset = load_dataset(ref.spec)
         splits = split(dataset, seed=seed)
         store = RunStore(out / "search" / ref.name / metric / unit["group"] / f"seed-{seed}")
-        store.write_meta({"method_group": unit["group"], "seed": seed, "space": unit["space"],
-                          "time_limit": unit["time_limit"]})
+        meta = {"method_group": unit["group"], "seed": seed, "space": unit["space"], "time_limit": unit["time_limit"]}
+        if constraints:  # only when given, so stores of benches from before constraints still match
+            meta["constraints"] = constraints
+        store.write_meta(meta)
         result = search(splits, dataset.task, n_classes=dataset.n_classes, method=methods[0], metric=metric,
                         space=unit["space"], budget=budget, time_limit=unit["time_limit"], seed=seed, store=store,
-                        ensemble_size=unit["ensemble_size"])
+                        ensemble_size=unit["ensemble_size"], constraints=constraints)
         y_val, y_test, space, task, n_classes = splits.y_val, splits.y_test, result.space, dataset.task, \
             dataset.n_classes
     wall = time.perf_counter() - start
@@ -307,8 +334,9 @@ def run_unit(unit: Dict) -> List[Dict]:
             "method": method, "seed": seed, "budget": budget, "library_size": unit["library"] or "",
             "best_val_error": min(ok_losses) if ok_losses else float("nan"), "val_error": val_error,
             "test_error": test_error, "n_evaluations": len(history),
-            "n_failed": sum(obs.status != "ok" for obs in history), "wall_seconds": round(wall, 3),
-            "optimizer_seconds": round(sum(result.suggest_seconds), 3), "search_group": unit["group"],
+            "n_failed": sum(obs.status not in ("ok", "infeasible") for obs in history),
+            "wall_seconds": round(wall, 3), "optimizer_seconds": round(sum(result.suggest_seconds), 3),
+            "search_group": unit["group"], "n_infeasible": sum(obs.status == "infeasible" for obs in history),
         }
         _write_run(run_dir(out, ref.name, metric, method, seed), row, traces[method], choice, history, y_val, result)
         rows.append(row)

@@ -9,17 +9,22 @@ Replay methods then search *within* the library (candidates are the members not 
 twelve methods x ten seeds x 250 iterations cost no model fitting beyond the library itself.
 Every result produced this way must say so: the numbers answer "which configurations would each
 method choose from this fixed set", not "what would a live run reach".
+
+Each member keeps the measures its evaluation recorded (optdiv.cash.constraints), so replay runs can be
+constrained like live ones. Members evaluated before ``predict_seconds`` was recorded lack it; a
+constraint on a measure that some successful member lacks is refused (:meth:`Library.require_measures`).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, List, Optional, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
+from optdiv.cash.constraints import MEASURES
 from optdiv.cash.data import load_dataset, split
 from optdiv.cash.engine import resolve_metric, search
 from optdiv.cash.evaluator import WORST_LOSS
@@ -50,9 +55,27 @@ class Library:
     y_test: np.ndarray
     fit_seconds: np.ndarray
     encoded: np.ndarray  # (m, d) the space's encoding, for the surrogates
+    #: measure name -> (m,) values, NaN where a member lacks it; fit_seconds lives in ``fit_seconds``
+    measures: Dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.configs)
+
+    def measure(self, name: str) -> np.ndarray:
+        """(m,) values of one measure (NaN where a member lacks it)."""
+        if name == "fit_seconds":
+            return np.asarray(self.fit_seconds, dtype=np.float64)
+        values = self.measures.get(name)
+        return np.full(len(self), np.nan) if values is None else np.asarray(values, dtype=np.float64)
+
+    def require_measures(self, names: Iterable[str], where: Optional[str] = None) -> None:
+        """Raise ValueError when a successful member lacks one of ``names`` (a library built before that
+        measure was recorded): its constraint could not be decided for that member."""
+        for name in names:
+            missing = int(np.sum(self.ok & ~np.isfinite(self.measure(name))))
+            if missing:
+                raise ValueError(_missing_measure_message(name, missing, int(np.sum(self.ok)),
+                                                          where or f"library {self.name!r}"))
 
     def val_losses(self, metric: str) -> np.ndarray:
         """Per-member validation loss under ``metric``; failed members get the metric's worst loss."""
@@ -66,6 +89,28 @@ class Library:
         for i in np.flatnonzero(self.ok):
             out[i] = mean_loss(preds[i], y, metric)
         return out
+
+
+def _missing_measure_message(name: str, missing: int, total: int, where: str) -> str:
+    return (
+        f"{where} has no {name!r} for {missing} of its {total} successful members (it was built before "
+        f"{name} was recorded), so a constraint on it cannot be checked; rebuild the library (delete its "
+        f"directory and run the bench again: growing it only measures the new members), or constrain "
+        f"fit_seconds, which every library has"
+    )
+
+
+def check_library_measures(directory: Union[str, Path], size: int, names: Sequence[str]) -> None:
+    """:meth:`Library.require_measures` on a stored library without loading its predictions (a cheap check
+    before a bench starts its searches)."""
+    history = RunStore(directory).load(predictions=False)[:size]
+    ok = [obs for obs in history if obs.status == "ok"]
+    for name in names:
+        if name == "fit_seconds":
+            continue
+        missing = sum(1 for obs in ok if obs.measures.get(name) is None)
+        if missing:
+            raise ValueError(_missing_measure_message(name, missing, len(ok), f"library {str(directory)!r}"))
 
 
 def build_library(
@@ -131,6 +176,8 @@ def load_library(data: Union[str, Path], cache: Union[str, Path], size: int, spl
             val[i] = obs.val_pred
             test[i] = obs.test_pred
     configs = [obs.config for obs in history]
+    measures = {name: np.array([obs.measures.get(name, np.nan) for obs in history], dtype=np.float64)
+                for name in MEASURES if name != "fit_seconds"}
     return Library(
         name=dataset.name,
         task=dataset.task,
@@ -144,4 +191,5 @@ def load_library(data: Union[str, Path], cache: Union[str, Path], size: int, spl
         y_test=splits.y_test,
         fit_seconds=np.array([obs.fit_seconds or 0.0 for obs in history], dtype=np.float64),
         encoded=space_obj.encode(configs),
+        measures=measures,
     )

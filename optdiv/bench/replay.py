@@ -3,15 +3,20 @@
 The engine's own search loop runs unchanged; only its candidate source (`LibraryCandidates`) and its
 evaluator (`LibraryEvaluator`, a lookup of the stored predictions) differ. A replay evaluation costs
 microseconds, so a run's time is the method's own suggestion time.
+
+Constraints work as in live runs: the evaluator hands out each member's stored measures and the engine
+marks the violating members ``infeasible``. A constraint on a measure the library never recorded is
+refused before the search starts.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
 from optdiv.cash.candidates import LibraryCandidates, config_key
+from optdiv.cash.constraints import parse_constraints
 from optdiv.cash.data import Splits
 from optdiv.cash.engine import SearchResult, search
 from optdiv.cash.evaluator import WORST_LOSS, Observation
@@ -36,9 +41,11 @@ class LibraryEvaluator:
         i = self.index_of[key]
         self.evaluated.append(i)
         lib = self.library
+        measures = self._measures(i)
         if not lib.ok[i]:
             return Observation(dict(lib.configs[i]), "failed", WORST_LOSS[self.metric], fit_seconds=float(lib.fit_seconds[i]),
-                               error="failed in the library", index=index, algorithm=lib.algorithms[i])
+                               error="failed in the library", index=index, algorithm=lib.algorithms[i],
+                               measures=measures)
         return Observation(
             dict(lib.configs[i]),
             "ok",
@@ -49,17 +56,31 @@ class LibraryEvaluator:
             test_pred=lib.test_preds[i],
             index=index,
             algorithm=lib.algorithms[i],
+            measures=measures,
         )
+
+    def _measures(self, i: int) -> dict:
+        """The member's recorded measures (those it lacks left out), fit_seconds always."""
+        out = {name: float(values[i]) for name, values in self.library.measures.items() if np.isfinite(values[i])}
+        out["fit_seconds"] = float(self.library.fit_seconds[i])
+        return out
 
     def close(self) -> None:
         pass
 
 
 def replay_search(library, method: str, metric: str, seed: int, budget: int, ensemble: str = "caruana",
-                  ensemble_size: int = 25, optimizer_options: Optional[dict] = None) -> SearchResult:
-    """One replay run of ``method`` over ``library``; ``SearchResult.info["library_indices"]`` maps the history."""
+                  ensemble_size: int = 25, optimizer_options: Optional[dict] = None,
+                  constraints: Optional[Sequence] = None) -> SearchResult:
+    """One replay run of ``method`` over ``library``; ``SearchResult.info["library_indices"]`` maps the history.
+
+    ``constraints`` as in :func:`optdiv.cash.engine.search`; ValueError when a successful member lacks a
+    constrained measure (a library built before it was recorded).
+    """
     if budget > int(np.sum(LibraryCandidates(library).offerable)):
         raise ValueError(f"budget {budget} exceeds the {len(library)} members of library {library.name!r}")
+    constraints = parse_constraints(constraints)
+    library.require_measures(sorted({c.measure for c in constraints}))
     evaluator = LibraryEvaluator(library, metric)
     splits = Splits(None, None, None, library.y_val, None, library.y_test)
     n_classes = library.val_preds.shape[2] if library.val_preds.ndim == 3 else None
@@ -77,6 +98,7 @@ def replay_search(library, method: str, metric: str, seed: int, budget: int, ens
         optimizer_options=optimizer_options,
         candidates=LibraryCandidates(library),
         evaluator=evaluator,
+        constraints=constraints,
     )
     result.info["library_indices"] = list(evaluator.evaluated)
     return result

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Union
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
+from optdiv.cash.constraints import Constraint, InfeasibleSearchError, enforce, parse_constraints, settings_form
 from optdiv.cash.data import Splits, split
 from optdiv.cash.evaluator import Evaluator, build_pipeline
 from optdiv.cash.final_ensemble import (
@@ -22,7 +23,7 @@ from optdiv.cash.final_ensemble import (
 )
 from optdiv.cash.methods import MethodSpec, get_method, make_strategy
 from optdiv.cash.spaces import SearchSpace, get_space
-from optdiv.cash.store import RunStore
+from optdiv.cash.store import RunStore, RunStoreError
 from optdiv.core.metrics import mean_loss
 
 CLASSIFICATION_METRICS = {"error": "error", "accuracy": "error", "log_loss": "log_loss", "brier": "brier"}
@@ -124,13 +125,21 @@ def search(
     sampler: str = "bootstrap",
     vote: bool = False,
     pool: str = "caruana",
+    constraints: Optional[Sequence[Union[str, Constraint]]] = None,
 ) -> SearchResult:
     """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the final model.
 
     With a ``store`` that already holds observations (a resumed run) the loop continues after them.
     ``candidates`` and ``evaluator`` replace the space's sampler and the live evaluator (replay runs
     over a library pass both; see optdiv.bench.replay).
+
+    ``constraints`` (texts such as ``"predict_seconds<=0.01"`` or :class:`Constraint`): every successful
+    evaluation that violates one is stored and kept as ``"infeasible"``, without predictions, so no strategy
+    learns from it as a success and no final model uses it; it still counts against the budget.
     """
+    constraints = parse_constraints(constraints)
+    if store is not None:
+        _check_stored_constraints(store, constraints)
     if budget is None and time_budget is None:
         raise ValueError("give a budget in evaluations, in seconds, or both")
     if budget is not None and budget < 1:
@@ -152,6 +161,8 @@ def search(
         optimizer_options["selector_options"] = {**optimizer_options.get("selector_options", {}), "pool_builder": pool}
     strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,
                              optimizer_options=optimizer_options)
+    if hasattr(strategy, "set_constraints"):  # a constraint-aware strategy (ADMM) wants the bounds themselves
+        strategy.set_constraints(list(constraints))
     if evaluator is None:
         evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed)
     history = store.load() if store is not None else []
@@ -163,7 +174,7 @@ def search(
         ):
             suggestion = strategy.suggest(history, y_val=splits.y_val)
             suggest_seconds.append(suggestion.seconds)
-            obs = evaluator.evaluate(suggestion.config, index=len(history))
+            obs = enforce(evaluator.evaluate(suggestion.config, index=len(history)), constraints)
             if store is not None:
                 store.append(obs)
             history.append(obs)
@@ -171,6 +182,8 @@ def search(
                 progress(len(history), budget, obs)
     finally:
         evaluator.close()
+    if constraints:
+        _require_feasible(history, constraints)
     choice, val_pred = finalize(spec, strategy, history, splits.y_val, loss, ensemble, ensemble_size, seed, task,
                                 n_classes, sampler=sampler, vote=vote)
     result = SearchResult(
@@ -182,7 +195,8 @@ def search(
         suggest_seconds=suggest_seconds,
         total_seconds=time.perf_counter() - start,
         space=space,
-        info={"method": spec.name, "strategy": spec.strategy, "final": spec.final, "metric": loss, "space": space.name},
+        info={"method": spec.name, "strategy": spec.strategy, "final": spec.final, "metric": loss, "space": space.name,
+              "constraints": settings_form(constraints)},
         stacker=choice.stacker,
         vote=choice.vote,
     )
@@ -196,6 +210,32 @@ def search(
         result.test_loss = float(mean_loss(test_pred, splits.y_test, loss))
         result.model = model
     return result
+
+
+def _check_stored_constraints(store: RunStore, constraints: List[Constraint]) -> None:
+    """A stored run continues only under the constraints it was searched with (its infeasible runs have no
+    predictions, so they could not become feasible later)."""
+    meta = store.read_meta()
+    if meta is None:
+        return
+    stored, now = settings_form(meta.get("constraints") or []), settings_form(constraints)
+    if stored != now:
+        raise RunStoreError(
+            f"cannot resume run {str(store.directory)!r}: it was searched under constraints {stored or 'none'}, "
+            f"now {now or 'none'}; use a new run directory or the original --constraint options"
+        )
+
+
+def _require_feasible(history: List, constraints: List[Constraint]) -> None:
+    if any(obs.status == "ok" and obs.val_pred is not None for obs in history):
+        return
+    infeasible = sum(obs.status == "infeasible" for obs in history)
+    failed = len(history) - infeasible
+    raise InfeasibleSearchError(
+        f"no feasible run: of {len(history)} evaluations, {infeasible} violated the constraints "
+        f"({', '.join(str(c) for c in constraints)}) and {failed} failed, so there is no model to build; "
+        f"relax the constraints or raise the budget (in a new run directory)"
+    )
 
 
 def fit_model(result: SearchResult, space, splits: Splits, task, classes, columns, seed, refit=False) -> EnsembleModel:
@@ -235,7 +275,9 @@ def result_summary(result: SearchResult, dataset_name: str, task: str) -> Dict:
         "final": result.info.get("final"),
         "space": result.info["space"],
         "n_evaluations": len(history),
-        "n_failed": sum(obs.status != "ok" for obs in history),
+        "n_failed": sum(obs.status not in ("ok", "infeasible") for obs in history),
+        "n_infeasible": sum(obs.status == "infeasible" for obs in history),
+        "constraints": result.info.get("constraints", []),
         "val_error": result.val_loss,
         "test_error": result.test_loss,
         "ensemble": [
@@ -267,6 +309,7 @@ def run(
 
     from optdiv.cash.data import load_dataset
 
+    options["constraints"] = parse_constraints(options.get("constraints"))  # bad text fails before loading data
     dataset = load_dataset(data, target=target, task=task)
     splits = split(dataset, seed=seed)
     store = None
@@ -279,6 +322,8 @@ def run(
             "seed": seed,
             **{k: v for k, v in options.items() if k in _STORED_OPTIONS},
         }
+        if options["constraints"]:  # only when given, so runs stored before constraints existed still resume
+            settings["constraints"] = settings_form(options["constraints"])
         if resume:
             store.check_meta(settings, ignore=("budget",))  # a resumed run may extend its budget
         elif len(store) > 0:

@@ -62,7 +62,8 @@ import numpy as np
 from optdiv.core._arrays import PROB_CLIP
 from optdiv.core.metrics import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, check_loss, mean_loss
 
-STATUSES = ("ok", "failed", "timeout")
+#: ``infeasible`` is set by the engine, not here: an ok run that violates a constraint (optdiv.cash.constraints).
+STATUSES = ("ok", "failed", "timeout", "infeasible")
 
 #: Loss recorded for failed / timed-out evaluations (finite, so run logs stay valid JSON).
 WORST_LOSS = {
@@ -102,7 +103,10 @@ class Observation:
     ``val_pred`` / ``test_pred`` are float32 ``(rows, classes)`` probabilities or ``(rows,)`` values,
     present only when ``status == "ok"``. ``fit_seconds`` is the wall time of building, fitting and
     predicting (for a timeout or crash: the time waited). ``error`` holds the exception and a traceback
-    tail, or the reason of a timeout / crash.
+    tail, or the reason of a timeout / crash. ``measures`` holds what black-box constraints can name
+    (:data:`optdiv.cash.constraints.MEASURES`): ``fit_seconds``, and for runs that got as far as predicting
+    the validation rows ``predict_seconds`` and ``predict_us_per_row``; empty for observations stored before
+    measures were recorded.
     """
 
     config: Dict[str, Any]
@@ -115,6 +119,7 @@ class Observation:
     test_pred: Optional[np.ndarray] = field(default=None, repr=False)
     index: int = -1
     algorithm: str = ""
+    measures: Dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -219,8 +224,13 @@ def _error_text(exc: BaseException) -> str:
 
 
 def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict) -> dict:
-    """Build, fit and predict one configuration; returns a plain dict (never raises Exception)."""
+    """Build, fit and predict one configuration; returns a plain dict (never raises Exception).
+
+    Only the validation prediction is timed for ``predict_seconds`` (what a latency constraint bounds), so
+    the test rows, which a search never sees, do not change which runs are feasible.
+    """
     start = time.perf_counter()
+    measures: Dict[str, float] = {}
     try:
         np.random.seed(seed % (2**32))
         random.seed(seed)
@@ -230,19 +240,25 @@ def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, 
             warnings.simplefilter("ignore")  # convergence and similar chatter of candidate models
             pipe.fit(splits.X_train, splits.y_train)
             preds = []
-            for X in (splits.X_val, splits.X_test):
+            for part, X in (("val", splits.X_val), ("test", splits.X_test)):
                 if X is None:
                     preds.append(None)
-                elif task == "classification":
+                    continue
+                began = time.perf_counter()
+                if task == "classification":
                     preds.append(_class_probabilities(pipe, X, n_classes))
                 else:
                     preds.append(_regression_values(pipe, X))
+                if part == "val":
+                    seconds = time.perf_counter() - began
+                    measures["predict_seconds"] = seconds
+                    measures["predict_us_per_row"] = seconds / max(len(X), 1) * 1e6
         name = type(_final_estimator(model)).__name__
         return {"ok": True, "val_pred": preds[0], "test_pred": preds[1], "model": name,
-                "seconds": time.perf_counter() - start}
+                "seconds": time.perf_counter() - start, "measures": measures}
     except (Exception, SystemExit) as exc:
         return {"ok": False, "error": _error_text(exc), "seconds": time.perf_counter() - start,
-                "restart": isinstance(exc, MemoryError)}
+                "restart": isinstance(exc, MemoryError), "measures": measures}
 
 
 def _set_memory_limit(megabytes: int) -> None:
@@ -278,7 +294,7 @@ def _worker_main(conn, build, splits, task, n_classes, seed, memory_limit_mb) ->
                 return
             except Exception as exc:  # the result would not pickle
                 conn.send((task_id, {"ok": False, "error": "could not send the result back: " + _error_text(exc),
-                                     "seconds": result.get("seconds", 0.0)}))
+                                     "seconds": result.get("seconds", 0.0), "measures": result.get("measures", {})}))
             if result.get("restart"):
                 return
     finally:
@@ -569,28 +585,40 @@ class Evaluator:
             self.close()
         return self._observation(config, index, result)
 
-    def _failed(self, config, index, status, error, seconds) -> Observation:
+    def _failed(self, config, index, status, error, seconds, measures: Optional[dict] = None) -> Observation:
+        """A failure keeps what was measured before it happened (``fit_seconds``: the time it took or waited)."""
         return Observation(
             config=config, status=status, val_loss=WORST_LOSS[self.metric], test_loss=None,
             fit_seconds=float(seconds), error=error, index=int(index), algorithm=algorithm_of(config),
+            measures=_measures(measures, seconds),
         )
 
     def _observation(self, config: dict, index: int, result: dict) -> Observation:
         seconds = float(result.get("seconds", 0.0))
+        measured = result.get("measures")
         if not result.get("ok"):
-            return self._failed(config, index, "failed", result.get("error") or "unknown error", seconds)
+            return self._failed(config, index, "failed", result.get("error") or "unknown error", seconds, measured)
         val, test = result["val_pred"], result["test_pred"]
         for name, arr in (("validation", val), ("test", test)):
             if arr is not None and not np.all(np.isfinite(arr)):
-                return self._failed(config, index, "failed", f"{name} predictions contain NaN or inf values", seconds)
+                return self._failed(config, index, "failed", f"{name} predictions contain NaN or inf values", seconds,
+                                    measured)
         algorithm = algorithm_of(config) or str(result.get("model", ""))
         val_loss = float(mean_loss(val, self.splits.y_val, self.metric))
         test_loss = None
         if test is not None and self.splits.y_test is not None:
             test_loss = float(mean_loss(test, self.splits.y_test, self.metric))
         if not math.isfinite(val_loss):
-            return self._failed(config, index, "failed", f"validation {self.metric} is not finite", seconds)
+            return self._failed(config, index, "failed", f"validation {self.metric} is not finite", seconds,
+                                measured)
         return Observation(
             config=config, status="ok", val_loss=val_loss, test_loss=test_loss, fit_seconds=seconds, error=None,
-            val_pred=val, test_pred=test, index=int(index), algorithm=algorithm,
+            val_pred=val, test_pred=test, index=int(index), algorithm=algorithm, measures=_measures(measured, seconds),
         )
+
+
+def _measures(measured: Optional[dict], seconds: float) -> Dict[str, float]:
+    """The observation's measures: what the worker timed plus ``fit_seconds``, finite floats only."""
+    out = {str(k): float(v) for k, v in (measured or {}).items() if v is not None and math.isfinite(float(v))}
+    out["fit_seconds"] = float(seconds)
+    return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
+from optdiv.cash.baselines.admm import ADMM
 from optdiv.cash.baselines.dacopt import DACOpt
 from optdiv.cash.baselines.ensemble_optimization import EnsembleOptimization
 from optdiv.cash.baselines.evolution import RegularisedEvolutionEnsemble
@@ -31,7 +32,7 @@ SELECTOR_OPTIONS = ("fixed_weight", "beta", "pool_builder")
 @dataclass(frozen=True)
 class MethodSpec:
     name: str
-    strategy: str  # rs | bo | divbo | optdivbo | rb | kbo | eo | nes
+    strategy: str  # rs | bo | tpe | divbo | optdivbo | rb | kbo | eo | nes | dac | admm
     final: str
     description: str
     ensemble_size: Optional[int] = None  # None: the run's --ensemble-size (25 by default)
@@ -85,6 +86,9 @@ METHODS: Dict[str, MethodSpec] = {
         _spec("optdivbo-dac", "dac", "ensemble", "DACOpt's contest over sub-spaces, OptDivBO inside each, one global "
               "pool and diversity surrogate", contest="highest", inner="optdivbo"),
         _spec("divbo-dac", "dac", "ensemble", "as optdivbo-dac with DivBO inside", contest="highest", inner="divbo"),
+        _spec("admm", "admm", "single", "ADMM (BO for theta-min, Thompson-sampling CMAB for z-min, rho 1), best "
+              "single model"),
+        _spec("admm-es", "admm", "ensemble", "ADMM + post-hoc ensemble selection"),
         _spec("bo-ab", "bo", "ensemble", "BO + Agnostic Bayes ensemble (bootstrap posterior of the best model)",
               builder="agnostic_bayes"),
         _spec("bo-smin", "bo", "ensemble", "BO + SMin (Gibbs weights, beta tuned on validation)", builder="smin"),
@@ -115,6 +119,8 @@ def make_strategy(spec: MethodSpec, space, metric: str, seed: int = 0, candidate
     if spec.strategy == "dac":
         return DACOpt(space, metric, seed=seed, candidates=candidates, budget=budget, inner=spec.options["inner"],
                       contest=spec.options["contest"], selector_options=selector_options, **options)
+    if spec.strategy == "admm":
+        return ADMM(space, metric, seed=seed, candidates=candidates, **options)
     if spec.strategy == "rb":
         return RisingBandit(space, metric, seed=seed, candidates=candidates, budget=budget, **options)
     if spec.strategy == "kbo":

@@ -16,6 +16,9 @@ always has its arrays. A crash while appending leaves at most a torn last line (
 :meth:`RunStore.load` ignores it and the next :meth:`RunStore.append` cuts it off before writing.
 A log line whose arrays are missing (deleted by hand) is skipped with a warning.
 
+Each log line also carries the observation's ``measures`` (what black-box constraints can name); lines
+written before measures were recorded have none and load with an empty dict.
+
 One writer per run directory at a time.
 """
 
@@ -106,6 +109,21 @@ def atomic_write_json(path: Union[str, os.PathLike], obj: Any) -> None:
 
 def atomic_save_npy(path: Union[str, os.PathLike], array: np.ndarray) -> None:
     _atomic_write(Path(path), lambda fh: np.save(fh, np.asarray(array), allow_pickle=False))
+
+
+def _read_measures(stored: Any) -> dict:
+    """A log line's measures as floats; absent (an older log) or unreadable entries give nothing."""
+    if not isinstance(stored, dict):
+        return {}
+    out = {}
+    for name, value in stored.items():
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(value):
+            out[str(name)] = value
+    return out
 
 
 class RunStore:
@@ -209,6 +227,7 @@ class RunStore:
                     test_pred=arrays.get("test"),
                     index=int(record["index"]),
                     algorithm=record.get("algorithm", ""),
+                    measures=_read_measures(record.get("measures")),
                 )
             )
         return out
@@ -242,6 +261,7 @@ class RunStore:
             "fit_seconds": to_jsonable(obs.fit_seconds),
             "error": obs.error,
             "config": to_jsonable(dict(obs.config)),
+            "measures": to_jsonable(dict(getattr(obs, "measures", None) or {})),
             "val_pred": None,
             "test_pred": None,
         }

@@ -52,3 +52,9 @@ def cls_library() -> Library:
 @pytest.fixture(scope="session")
 def reg_library() -> Library:
     return synthetic_library("regression", seed=1)
+
+
+@pytest.fixture(scope="session")
+def wide_cls_library() -> Library:
+    """Enough members per algorithm for strategies that stay on one algorithm for a while (ADMM's blocks)."""
+    return synthetic_library("classification", n=400, seed=4, failed=6)

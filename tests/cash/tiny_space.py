@@ -1,11 +1,15 @@
 """A two-algorithm search space whose models fit in milliseconds, for engine tests.
 
 Top-level builders so the evaluator's spawned worker can import them; ``crash`` lets a test plant a
-configuration that always raises.
+configuration that always raises. ``latency_space`` has a fast and a slow-predicting algorithm, for
+constraint tests.
 """
 
 from __future__ import annotations
 
+import time
+
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -45,3 +49,43 @@ def tiny_space(task: str, with_crash: bool = False) -> SearchSpace:
         ],
     )
     return SearchSpace.from_configspace(space, build, task, name="tiny", algorithm_key="algorithm")
+
+
+class SlowPredictor(BaseEstimator, ClassifierMixin):
+    """Logistic regression whose every predict_proba sleeps ``delay`` seconds: a deterministic latency
+    for constraint tests (fitting stays instant)."""
+
+    def __init__(self, C=1.0, delay=0.0):
+        self.C = C
+        self.delay = delay
+
+    def fit(self, X, y):
+        self.model_ = LogisticRegression(C=self.C, max_iter=300).fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict_proba(self, X):
+        time.sleep(self.delay)
+        return self.model_.predict_proba(X)
+
+    def predict(self, X):
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+
+#: Seconds each predict call of the ``slow`` algorithm of :func:`latency_space` sleeps.
+SLOW_PREDICT_SECONDS = 0.3
+
+
+def build_latency(config, seed):
+    delay = SLOW_PREDICT_SECONDS if config["algorithm"] == "slow" else 0.0
+    return make_pipeline(StandardScaler(), SlowPredictor(C=config["C"], delay=delay))
+
+
+def latency_space() -> SearchSpace:
+    """Classification space of two algorithms that differ only in prediction latency: ``fast`` and ``slow``."""
+    space = cs_compat.new_space("latency", seed=0)
+    algorithm = cs_compat.categorical("algorithm", ["fast", "slow"], default="fast")
+    c = cs_compat.uniform_float("C", 1e-2, 1e2, default=1.0, log=True)
+    cs_compat.add_hyperparameters(space, [algorithm, c])
+    return SearchSpace.from_configspace(space, build_latency, "classification", name="latency",
+                                        algorithm_key="algorithm")
