@@ -1,6 +1,6 @@
 """Test environments for optdiv: one nox session per stack.
 
-    nox -s tests          core tests, Python 3.11, newest numpy/scikit-learn/lightgbm
+    nox -s tests          core tests, Python 3.11, newest numpy/scikit-learn/lightgbm, dask.distributed
     nox -s autosklearn    Python 3.9,  auto-sklearn 0.15.0 (scikit-learn 0.24, ConfigSpace 0.4.21)
     nox -s openbox        Python 3.11, OpenBox 0.9.0 (ConfigSpace 0.6.1, numpy<2)
     nox -s autogluon      Python 3.11, AutoGluon-Tabular 1.6.3 with LightGBM, CatBoost, XGBoost (no torch)
@@ -191,8 +191,8 @@ def _run_pytest(session: nox.Session, paths: list[str], env: dict[str, str]) -> 
 
 @nox.session(python=TESTS_PYTHON, venv_backend=VENV_BACKEND)
 def tests(session: nox.Session) -> None:
-    """Core tests against the newest numpy / scikit-learn / lightgbm."""
-    session.install("-e", ".[dev]")
+    """Core tests against the newest numpy / scikit-learn / lightgbm, with Dask for the parallel engine."""
+    session.install("-e", ".[dev,dask]")
     _report_versions(session)
     _run_pytest(session, ["--ignore=tests/hosts"], env={"OPTDIV_REQUIRE_HOST": ""})
 

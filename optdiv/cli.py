@@ -43,6 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--budget", type=int, default=50, help="number of evaluations")
     run.add_argument("--time-budget", type=float, help="wall-time budget of the whole search in seconds")
     run.add_argument("--time-limit", type=float, default=120.0, help="wall-time limit of one evaluation")
+    run.add_argument("--memory-limit", type=int, metavar="MB", help="address-space limit of one evaluation's process")
+    parallel = run.add_mutually_exclusive_group()
+    parallel.add_argument("--workers", type=int, metavar="N",
+                          help="evaluate asynchronously on a local Dask cluster of N workers (needs optdiv[dask])")
+    parallel.add_argument("--scheduler", metavar="ADDRESS", help="evaluate on the Dask cluster at ADDRESS")
+    run.add_argument("--inject-faults", metavar="SPEC",
+                     help="tests and demos: e.g. raise=0.3,hang=0.1,nan=0.05 makes that fraction of evaluations raise, "
+                          "hang past --time-limit or predict NaN (deterministic per seed and evaluation)")
     run.add_argument("--ensemble", default="caruana", choices=["caruana", "agnostic_bayes", "amin", "smin"],
                      help="final ensemble builder of the ensemble methods")
     run.add_argument("--sampler", default="bootstrap",
@@ -53,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--vote", action="store_true", help="classification: weighted majority vote, not averaged probabilities")
     run.add_argument("--ensemble-size", type=int, default=25)
     run.add_argument("--refit", action="store_true", help="refit the members on train+validation")
+    run.add_argument("--cv", type=int, metavar="K",
+                     help="evaluate by K-fold cross-validation over train+validation (out-of-fold predictions; "
+                          "Agnostic Bayes's rho is tuned) instead of the holdout validation split (default)")
     run.add_argument("--constraint", action="append", type=_constraint, metavar="NAME<=X", help=CONSTRAINT_HELP)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", help="run directory for the log, predictions, result.json and model.joblib")
@@ -77,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--time-limit", type=float, default=120.0, help="live mode: wall-time limit of one evaluation")
     bench.add_argument("--space", default="autosklearn")
     bench.add_argument("--jobs", type=int, default=1, help="searches run in parallel processes")
+    bench.add_argument("--workers", type=int, metavar="N",
+                       help="live mode: each search evaluates on a local Dask cluster of N workers (optdiv[dask])")
     bench.add_argument("--trace-every", type=int, default=10, help="evaluations between trace checkpoints")
     bench.add_argument("--build-only", action="store_true", help="replay mode: build the libraries and stop")
     bench.add_argument("--constraint", action="append", type=_constraint, metavar="NAME<=X", help=CONSTRAINT_HELP)
@@ -154,6 +167,11 @@ def _run(args) -> int:
             pool=args.pool,
             refit=args.refit,
             constraints=args.constraint,
+            cv=args.cv,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            faults=args.inject_faults,
+            memory_limit_mb=args.memory_limit,
             progress=bar,
         )
     finally:
@@ -164,10 +182,14 @@ def _run(args) -> int:
     else:
         members = ", ".join(f"{m['algorithm']} x{m['weight']:.2f}" for m in summary["ensemble"])
     infeasible = f", {summary['n_infeasible']} infeasible" if summary.get("constraints") else ""
+    evaluation = ""
+    if summary.get("cv"):  # out-of-fold validation error, and Agnostic Bayes's tuned rho when it was used
+        rho = f", rho {summary['rho']:.3f}" if summary.get("rho") is not None else ""
+        evaluation = f" ({summary['evaluation']}{rho})"
     print(
         f"{summary['method']} on {summary['dataset']} ({summary['task']}, {summary['metric']}): "
         f"{summary['n_evaluations']} evaluations, {summary['n_failed']} failed{infeasible}; "
-        f"val {summary['val_error']:.4f}, test {summary['test_error']:.4f}; ensemble: {members}"
+        f"val{evaluation} {summary['val_error']:.4f}, test {summary['test_error']:.4f}; ensemble: {members}"
     )
     if args.out:
         print(f"wrote {args.out}/result.json and {args.out}/model.joblib")
@@ -213,6 +235,7 @@ def _bench(args) -> int:
         space=args.space,
         trace_every=args.trace_every,
         constraints=[str(c) for c in args.constraint or []],
+        workers=args.workers,
     )
     say = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     if args.build_only:
@@ -247,6 +270,7 @@ def _methods() -> int:
 
 def main(argv: Optional[List[str]] = None) -> int:
     from optdiv.cash.constraints import InfeasibleSearchError
+    from optdiv.cash.parallel import DaskUnavailable
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -266,7 +290,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
             print(format_demo(run_demo(seed=args.seed)))
             return 0
-    except (ValueError, FileNotFoundError, FileExistsError, InfeasibleSearchError) as exc:
+    except (ValueError, FileNotFoundError, FileExistsError, InfeasibleSearchError, DaskUnavailable) as exc:
         print(f"optdiv: error: {exc}", file=sys.stderr)
         return 2
     parser.print_help()

@@ -19,6 +19,9 @@ says which mode produced it.
 
 Constraints (``--constraint``, optdiv.cash.constraints) apply to every search of a bench and are part of
 its settings; ``n_infeasible`` counts the runs that violated them (empty in rows written before it existed).
+
+``--workers N`` (live mode): every search evaluates asynchronously on its own local Dask cluster of N
+workers (optdiv.cash.parallel); part of the settings only when given. With ``--jobs J`` that is J x N workers.
 """
 
 from __future__ import annotations
@@ -114,6 +117,7 @@ class Bench:
     trace_every: int = 10
     ensemble_size: int = 25
     constraints: Sequence[str] = ()
+    workers: Optional[int] = None  # live mode: each search evaluates on a local Dask cluster of this many workers
 
     def __post_init__(self):
         from optdiv.cash.constraints import settings_form
@@ -122,6 +126,8 @@ class Bench:
             get_method(method)  # unknown names fail before anything runs
         self.constraints = settings_form(self.constraints)  # malformed ones fail here too
         self.out = Path(self.out)
+        if self.workers is not None and self.library is not None:
+            raise ValueError("--workers applies to live runs; a replay run looks its evaluations up and needs no Dask")
         if self.library is not None and self.library < self.budget:
             raise ValueError(f"a replay library of {self.library} cannot serve a budget of {self.budget}")
 
@@ -133,9 +139,12 @@ class Bench:
         return list(CLASSIFICATION_METRICS) if task == "classification" else list(self.regression_metrics)
 
     def settings(self) -> Dict:
-        return {"mode": self.mode, "budget": self.budget, "library": self.library, "space": self.space,
-                "time_limit": self.time_limit if self.mode == "live" else None, "ensemble_size": self.ensemble_size,
-                "constraints": list(self.constraints)}
+        settings = {"mode": self.mode, "budget": self.budget, "library": self.library, "space": self.space,
+                    "time_limit": self.time_limit if self.mode == "live" else None,
+                    "ensemble_size": self.ensemble_size, "constraints": list(self.constraints)}
+        if self.workers is not None:  # asynchronous searches differ from sequential ones; absent = sequential
+            settings["workers"] = int(self.workers)
+        return settings
 
     def units(self) -> List[Dict]:
         """One unit per (dataset, metric, search group, seed) with at least one unfinished method."""
@@ -155,7 +164,7 @@ class Bench:
                                 "seed": seed, "budget": self.budget, "library": self.library, "cache": self.cache,
                                 "out": str(self.out), "time_limit": self.time_limit, "space": self.space,
                                 "trace_every": self.trace_every, "ensemble_size": self.ensemble_size,
-                                "constraints": list(self.constraints),
+                                "constraints": list(self.constraints), "workers": self.workers,
                             })
         # seed-major: an interrupted bench leaves every dataset with the same seeds done
         return sorted(units, key=lambda u: u["seed"])
@@ -310,7 +319,8 @@ def run_unit(unit: Dict) -> List[Dict]:
         store.write_meta(meta)
         result = search(splits, dataset.task, n_classes=dataset.n_classes, method=methods[0], metric=metric,
                         space=unit["space"], budget=budget, time_limit=unit["time_limit"], seed=seed, store=store,
-                        ensemble_size=unit["ensemble_size"], constraints=constraints)
+                        ensemble_size=unit["ensemble_size"], constraints=constraints,
+                        workers=unit.get("workers"))
         y_val, y_test, space, task, n_classes = splits.y_val, splits.y_test, result.space, dataset.task, \
             dataset.n_classes
     wall = time.perf_counter() - start

@@ -71,6 +71,9 @@ class Splits:
     y_val: np.ndarray
     X_test: pd.DataFrame
     y_test: np.ndarray
+    #: Cross-validation mode: the fold (0..k-1) of every training row; X_val is then the same rows as X_train
+    #: and validation predictions are out-of-fold (see :func:`cross_validation_view`). None: a holdout split.
+    folds: Optional[np.ndarray] = None
 
 
 # --------------------------------------------------------------------------- #
@@ -389,6 +392,41 @@ def split(dataset: Dataset, seed: int, test_size: float = 0.2, val_size: float =
 def split_train_validation(dataset: Dataset, seed: int, val_size: float = 0.25) -> Splits:
     """Train/validation split with no test part (``X_test`` is None), stratified as :func:`split`."""
     return split(dataset, seed, test_size=0.0, val_size=val_size)
+
+
+def cross_validation_view(splits: Splits, k: int, seed: int, task: Optional[str] = None) -> Splits:
+    """The k-fold cross-validation view of a holdout split (the Agnostic Bayes paper's k-fold protocol).
+
+    Train and validation rows are pooled: ``X_train`` and ``X_val`` are both those rows (same order) and
+    ``folds`` gives each row its fold. So everything that scores on ``y_val`` (losses, diversity, pools,
+    ensembles) works unchanged on the out-of-fold predictions the evaluator then makes, and a final refit
+    on ``X_train`` uses every non-test row. Test rows are unchanged.
+
+    Folds are shuffled by ``seed`` and, for classification (``task``; by default: integer targets), stratified:
+    rows are ordered by class and dealt to folds in turn, so fold sizes and each class's count per fold differ
+    by at most one and no fold is empty. Done here rather than by scikit-learn's splitters so the folds are
+    the same on every scikit-learn version.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ValueError(f"cross-validation needs an integer number of folds; got {k!r}")
+    k = int(k)
+    if splits.folds is not None:
+        raise ValueError("these splits are already a cross-validation view; pass the holdout splits")
+    if splits.X_train is None or splits.X_val is None:
+        raise ValueError("cross-validation needs the training and validation rows (X_train, X_val)")
+    X = pd.concat([splits.X_train, splits.X_val], axis=0, ignore_index=True)
+    y = np.concatenate([np.asarray(splits.y_train), np.asarray(splits.y_val)])
+    n = len(y)
+    if k < 2 or k > n:
+        raise ValueError(f"cross-validation needs 2 <= k <= {n} (the training and validation rows); got k={k}")
+    if task is None:
+        task = "classification" if np.issubdtype(y.dtype, np.integer) else "regression"
+    order = np.random.default_rng(seed).permutation(n)
+    if task == "classification":
+        order = order[np.argsort(y[order], kind="stable")]
+    folds = np.empty(n, dtype=np.int64)
+    folds[order] = np.arange(n) % k
+    return Splits(X, y, X, y, splits.X_test, splits.y_test, folds)  # one object: pickled once for a worker
 
 
 def _rows(dataset: Dataset, ids: np.ndarray):

@@ -10,8 +10,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from optdiv.cash.constraints import Constraint, InfeasibleSearchError, enforce, parse_constraints, settings_form
-from optdiv.cash.data import Splits, split
+from optdiv.cash.data import Splits, cross_validation_view, split
 from optdiv.cash.evaluator import Evaluator, build_pipeline
+from optdiv.cash.faults import inject_faults, parse_faults
 from optdiv.cash.final_ensemble import (
     BUILDERS,
     EnsembleModel,
@@ -22,6 +23,7 @@ from optdiv.cash.final_ensemble import (
     weighted_prediction,
 )
 from optdiv.cash.methods import MethodSpec, get_method, make_strategy
+from optdiv.cash.parallel import wants_parallel
 from optdiv.cash.spaces import SearchSpace, get_space
 from optdiv.cash.store import RunStore, RunStoreError
 from optdiv.core.metrics import mean_loss
@@ -48,6 +50,7 @@ class FinalChoice:
     weights: np.ndarray
     stacker: Optional[Stacker] = None
     vote: bool = False
+    info: Dict = field(default_factory=dict)  # what the builder chose besides weights (Agnostic Bayes's rho)
 
     def combine(self, member_preds) -> np.ndarray:
         if self.stacker is not None:
@@ -57,11 +60,13 @@ class FinalChoice:
 
 def finalize(spec: MethodSpec, strategy, history: List, y_val: np.ndarray, loss: str, ensemble: str = "caruana",
              ensemble_size: int = 25, seed: int = 0, task: str = "classification",
-             n_classes: Optional[int] = None, sampler: str = "bootstrap", vote: bool = False):
+             n_classes: Optional[int] = None, sampler: str = "bootstrap", vote: bool = False,
+             tune_rho: bool = False):
     """The method's final model over ``history``: (FinalChoice, its validation prediction).
 
     ``sampler`` is Agnostic Bayes's posterior sampler; ``vote`` combines a classification ensemble by
-    weighted majority vote instead of averaging probabilities.
+    weighted majority vote instead of averaging probabilities; ``tune_rho`` (out-of-fold predictions, k-fold
+    CV) tunes Agnostic Bayes's rho on the paper's grid instead of keeping rho = 1 (see ``choose_members``).
     """
     vote = bool(vote) and task == "classification"
     if spec.final == "single":
@@ -69,8 +74,10 @@ def finalize(spec: MethodSpec, strategy, history: List, y_val: np.ndarray, loss:
     elif spec.final == "ensemble":
         size = spec.ensemble_size or ensemble_size
         ensemble = spec.options.get("builder", ensemble)
-        choice = FinalChoice(*choose_members(history, y_val, loss, ensemble, size, seed, sampler=sampler, vote=vote),
-                             vote=vote)
+        info: Dict = {}
+        choice = FinalChoice(*choose_members(history, y_val, loss, ensemble, size, seed, sampler=sampler, vote=vote,
+                                             tune_rho=tune_rho, info=info),
+                             vote=vote, info=info)
     elif spec.final == "own":
         choice = FinalChoice(*strategy.final_members(history, y_val))
     elif spec.final == "bagging":
@@ -126,6 +133,11 @@ def search(
     vote: bool = False,
     pool: str = "caruana",
     constraints: Optional[Sequence[Union[str, Constraint]]] = None,
+    cv: Optional[int] = None,
+    workers: Optional[int] = None,
+    scheduler: Optional[str] = None,
+    faults=None,
+    memory_limit_mb: Optional[int] = None,
 ) -> SearchResult:
     """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the final model.
 
@@ -136,7 +148,26 @@ def search(
     ``constraints`` (texts such as ``"predict_seconds<=0.01"`` or :class:`Constraint`): every successful
     evaluation that violates one is stored and kept as ``"infeasible"``, without predictions, so no strategy
     learns from it as a success and no final model uses it; it still counts against the budget.
+
+    ``workers=N`` (a local Dask cluster) or ``scheduler=ADDRESS`` (an existing one) evaluate asynchronously
+    in parallel (optdiv.cash.parallel; needs the ``dask`` extra); a stored run with evaluations still in
+    flight resumes that way too. ``faults`` (``"raise=0.3,hang=0.1,nan=0.05"`` or a FaultPlan) injects faults
+    into that fraction of evaluations (optdiv.cash.faults). ``memory_limit_mb`` caps each evaluation's process.
+
+    ``cv=k`` evaluates by k-fold cross-validation over the train+validation rows (their
+    :func:`~optdiv.cash.data.cross_validation_view`; splits that already carry ``folds`` are such a view): every
+    validation loss and prediction is out-of-fold, and Agnostic Bayes's rho is tuned on them.
     """
+    if evaluator is not None and (cv is not None or (getattr(splits, "folds", None) is not None
+                                                     and getattr(evaluator, "splits", None) is not splits)):
+        raise ValueError("cross-validation needs the live evaluator's out-of-fold predictions; the evaluator "
+                         "given (e.g. a replay library's, which holds holdout predictions) cannot make them")
+    if cv is not None:
+        splits = cross_validation_view(splits, cv, seed, task)
+    folds = getattr(splits, "folds", None)
+    n_folds = None if folds is None else int(np.max(folds)) + 1
+    if store is not None:
+        _check_stored_cv(store, n_folds)
     constraints = parse_constraints(constraints)
     if store is not None:
         _check_stored_constraints(store, constraints)
@@ -163,13 +194,24 @@ def search(
                              optimizer_options=optimizer_options)
     if hasattr(strategy, "set_constraints"):  # a constraint-aware strategy (ADMM) wants the bounds themselves
         strategy.set_constraints(list(constraints))
+    faults = parse_faults(faults, seed)
     if evaluator is None:
-        evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed)
+        evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed,
+                              memory_limit_mb=memory_limit_mb)
+    evaluator = inject_faults(evaluator, faults)
     history = store.load() if store is not None else []
     suggest_seconds: List[float] = []
     start = time.perf_counter()
+    parallel_stats = None
+    if wants_parallel(workers, scheduler, store, history):
+        from optdiv.cash.parallel import parallel_loop
+
+        history, suggest_seconds, parallel_stats = parallel_loop(
+            strategy, evaluator, history, y_val=splits.y_val, budget=budget, time_budget=time_budget, start=start,
+            space=space, seed=seed, store=store, constraints=constraints, progress=progress, workers=workers,
+            scheduler=scheduler)
     try:
-        while (budget is None or len(history) < budget) and (
+        while parallel_stats is None and (budget is None or len(history) < budget) and (
             time_budget is None or time.perf_counter() - start < time_budget
         ):
             suggestion = strategy.suggest(history, y_val=splits.y_val)
@@ -185,7 +227,7 @@ def search(
     if constraints:
         _require_feasible(history, constraints)
     choice, val_pred = finalize(spec, strategy, history, splits.y_val, loss, ensemble, ensemble_size, seed, task,
-                                n_classes, sampler=sampler, vote=vote)
+                                n_classes, sampler=sampler, vote=vote, tune_rho=n_folds is not None)
     result = SearchResult(
         history=history,
         member_indices=choice.members,
@@ -196,7 +238,9 @@ def search(
         total_seconds=time.perf_counter() - start,
         space=space,
         info={"method": spec.name, "strategy": spec.strategy, "final": spec.final, "metric": loss, "space": space.name,
-              "constraints": settings_form(constraints)},
+              "constraints": settings_form(constraints), "cv": n_folds,
+              "evaluation": "holdout" if n_folds is None else f"{n_folds}-fold CV", **choice.info,
+              **({} if parallel_stats is None else {"parallel": parallel_stats})},
         stacker=choice.stacker,
         vote=choice.vote,
     )
@@ -226,6 +270,22 @@ def _check_stored_constraints(store: RunStore, constraints: List[Constraint]) ->
         )
 
 
+def _check_stored_cv(store: RunStore, n_folds: Optional[int]) -> None:
+    """A stored run continues only under the evaluation it began with (its losses are holdout or out-of-fold)."""
+    meta = store.read_meta()
+    if meta is None or meta.get("cv") == n_folds:
+        return
+    stored, now = meta.get("cv"), n_folds
+    raise RunStoreError(
+        f"cannot resume run {str(store.directory)!r}: it was evaluated by {_evaluation(stored)}, now by "
+        f"{_evaluation(now)}; use a new run directory or the original --cv"
+    )
+
+
+def _evaluation(n_folds: Optional[int]) -> str:
+    return "a holdout split" if n_folds is None else f"{n_folds}-fold cross-validation"
+
+
 def _require_feasible(history: List, constraints: List[Constraint]) -> None:
     if any(obs.status == "ok" and obs.val_pred is not None for obs in history):
         return
@@ -239,9 +299,12 @@ def _require_feasible(history: List, constraints: List[Constraint]) -> None:
 
 
 def fit_model(result: SearchResult, space, splits: Splits, task, classes, columns, seed, refit=False) -> EnsembleModel:
-    """Refit the chosen members (on train, or train+validation with ``refit``) into one predictor."""
+    """Refit the chosen members (on train, or train+validation with ``refit``) into one predictor.
+
+    Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing.
+    """
     X, y = splits.X_train, splits.y_train
-    if refit:
+    if refit and getattr(splits, "folds", None) is None:
         import pandas as pd
 
         X = pd.concat([splits.X_train, splits.X_val], axis=0)
@@ -278,6 +341,9 @@ def result_summary(result: SearchResult, dataset_name: str, task: str) -> Dict:
         "n_failed": sum(obs.status not in ("ok", "infeasible") for obs in history),
         "n_infeasible": sum(obs.status == "infeasible" for obs in history),
         "constraints": result.info.get("constraints", []),
+        "evaluation": result.info.get("evaluation", "holdout"),
+        "cv": result.info.get("cv"),
+        "rho": result.info.get("rho"),
         "val_error": result.val_loss,
         "test_error": result.test_loss,
         "ensemble": [
@@ -304,14 +370,22 @@ def run(
     seed: int = 0,
     **options,
 ):
-    """Load data, split 60/20/20, search, save ``result.json`` and ``model.joblib`` under ``out``."""
+    """Load data, split 60/20/20, search, save ``result.json`` and ``model.joblib`` under ``out``.
+
+    ``cv=k`` (in ``options``) evaluates by k-fold cross-validation over the train+validation rows instead of
+    the validation split; the saved model's members are then fitted on all of those rows.
+    """
     import joblib
 
     from optdiv.cash.data import load_dataset
 
     options["constraints"] = parse_constraints(options.get("constraints"))  # bad text fails before loading data
+    options["faults"] = parse_faults(options.get("faults"), seed)
     dataset = load_dataset(data, target=target, task=task)
     splits = split(dataset, seed=seed)
+    cv = options.pop("cv", None)
+    if cv is not None:  # before the search, so the saved model's refit (fit_model) uses train+validation too
+        splits = cross_validation_view(splits, cv, seed, dataset.task)
     store = None
     if out is not None:
         store = RunStore(out)
@@ -324,6 +398,12 @@ def run(
         }
         if options["constraints"]:  # only when given, so runs stored before constraints existed still resume
             settings["constraints"] = settings_form(options["constraints"])
+        if cv is not None:  # likewise: holdout runs stored before --cv existed still resume
+            settings["cv"] = int(cv)
+        if options["faults"] is not None:  # likewise; a resume must inject the same faults
+            settings["faults"] = options["faults"].text()
+        if options.get("memory_limit_mb") is not None:
+            settings["memory_limit_mb"] = int(options["memory_limit_mb"])
         if resume:
             store.check_meta(settings, ignore=("budget",))  # a resumed run may extend its budget
         elif len(store) > 0:

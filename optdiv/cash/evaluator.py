@@ -8,7 +8,9 @@ chosen with ``start_method``). The worker receives the data splits once, when it
 serves evaluations one after another over a :func:`multiprocessing.Pipe`: the parent sends
 ``(task id, config)``, the worker builds ``Pipeline([("prep", make_preprocessor(X_train)), ("model",
 build(config, seed))])``, fits it on the training rows, predicts validation and test rows and sends
-the float32 predictions back.
+the float32 predictions back. With cross-validation splits (``splits.folds`` set, see
+:func:`optdiv.cash.data.cross_validation_view`) it fits one pipeline per fold instead, all within the one
+time limit, and sends the out-of-fold validation prediction and the fold-averaged test prediction.
 
 The parent enforces the time limit by waiting on the pipe and on the worker's sentinel together. When
 the limit passes it ends the worker (``terminate``, then ``kill`` after a grace period), reaps it and
@@ -227,8 +229,11 @@ def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, 
     """Build, fit and predict one configuration; returns a plain dict (never raises Exception).
 
     Only the validation prediction is timed for ``predict_seconds`` (what a latency constraint bounds), so
-    the test rows, which a search never sees, do not change which runs are feasible.
+    the test rows, which a search never sees, do not change which runs are feasible. Splits with ``folds``
+    (cross-validation mode) go to :func:`_fit_predict_folds`.
     """
+    if getattr(splits, "folds", None) is not None:
+        return _fit_predict_folds(build, splits, task, n_classes, seed, config)
     start = time.perf_counter()
     measures: Dict[str, float] = {}
     try:
@@ -255,6 +260,61 @@ def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, 
                     measures["predict_us_per_row"] = seconds / max(len(X), 1) * 1e6
         name = type(_final_estimator(model)).__name__
         return {"ok": True, "val_pred": preds[0], "test_pred": preds[1], "model": name,
+                "seconds": time.perf_counter() - start, "measures": measures}
+    except (Exception, SystemExit) as exc:
+        return {"ok": False, "error": _error_text(exc), "seconds": time.perf_counter() - start,
+                "restart": isinstance(exc, MemoryError), "measures": measures}
+
+
+def _predict_rows(pipe, X, task: str, n_classes: Optional[int]) -> np.ndarray:
+    return _class_probabilities(pipe, X, n_classes) if task == "classification" else _regression_values(pipe, X)
+
+
+def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict) -> dict:
+    """k-fold :func:`_fit_predict`: one pipeline per fold, fitted on the rows outside it; never raises Exception.
+
+    The validation prediction is out-of-fold (each row predicted by the one pipeline that did not see it);
+    the test prediction is the mean over the fold pipelines. ``predict_seconds`` sums the out-of-fold predict
+    calls, which together predict every row once, like the holdout predict it stands for. Class probabilities
+    keep every class's column even when a fold's training part lacks that class (``_class_probabilities``
+    aligns by ``classes_``). Any fold failing fails the evaluation.
+    """
+    start = time.perf_counter()
+    measures: Dict[str, float] = {}
+    try:
+        folds = np.asarray(splits.folds).reshape(-1)
+        X, y = splits.X_train, np.asarray(splits.y_train)
+        if len(folds) != len(X) or len(splits.X_val) != len(X):
+            raise ValueError(f"cross-validation splits need one fold per row: {len(folds)} folds, {len(X)} training "
+                             f"rows, {len(splits.X_val)} validation rows")
+        ids = np.unique(folds)
+        val, test, seconds, model = None, None, 0.0, None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence and similar chatter of candidate models
+            for fold in ids:
+                inside = folds == fold
+                np.random.seed(seed % (2**32))  # every fold starts from the same state, as a holdout fit does
+                random.seed(seed)
+                X_fit = X.iloc[np.flatnonzero(~inside)]
+                pipe = build_pipeline(build, config, X_fit, seed)
+                model = pipe.steps[-1][1]
+                pipe.fit(X_fit, y[~inside])
+                began = time.perf_counter()
+                part = _predict_rows(pipe, splits.X_val.iloc[np.flatnonzero(inside)], task, n_classes)
+                seconds += time.perf_counter() - began
+                if val is None:
+                    val = np.zeros((len(X),) + part.shape[1:], dtype=np.float32)
+                val[inside] = part
+                if splits.X_test is not None:
+                    fold_test = _predict_rows(pipe, splits.X_test, task, n_classes).astype(np.float64)
+                    test = fold_test if test is None else test + fold_test
+        measures["predict_seconds"] = seconds
+        measures["predict_us_per_row"] = seconds / max(len(X), 1) * 1e6
+        if test is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                test = (test / len(ids)).astype(np.float32)
+        name = type(_final_estimator(model)).__name__
+        return {"ok": True, "val_pred": val, "test_pred": test, "model": name,
                 "seconds": time.perf_counter() - start, "measures": measures}
     except (Exception, SystemExit) as exc:
         return {"ok": False, "error": _error_text(exc), "seconds": time.perf_counter() - start,

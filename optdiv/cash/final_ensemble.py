@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from optdiv.core.agnostic_baselines import amin_weights, tuned_smin
+from optdiv.core.agnostic_baselines import amin_weights, tuned_agnostic_bayes, tuned_smin
 from optdiv.core.agnostic_bayes import SAMPLERS
 from optdiv.core.ensemble import agnostic_bayes_weights, ensemble_selection
 from optdiv.core.metrics import per_example_loss
@@ -23,11 +23,15 @@ BUILDERS = ("caruana", "agnostic_bayes", "amin", "smin")
 
 def choose_members(
     history: Sequence, y_val: np.ndarray, loss: str, builder: str = "caruana", size: int = 25, seed: int = 0,
-    sampler: str = "bootstrap", vote: bool = False,
+    sampler: str = "bootstrap", vote: bool = False, tune_rho: bool = False, info: Optional[Dict] = None,
 ) -> Tuple[List[int], np.ndarray]:
     """Indices into ``history`` and their weights (summing to 1); only successful runs take part.
 
     ``sampler`` is Agnostic Bayes's posterior sampler; ``vote`` tunes SMin for a weighted vote.
+    ``tune_rho``: the validation predictions are out-of-fold (k-fold CV), so Agnostic Bayes's effective
+    sample-size ratio rho is tuned on the paper's grid by the ensemble's own loss on them; otherwise
+    (a holdout split, the paper's single-split protocol) rho is 1. A dict passed as ``info`` receives the
+    ``rho`` used by ``agnostic_bayes``.
     """
     if builder not in BUILDERS:
         raise ValueError(f"unknown ensemble builder {builder!r}; choose one of {', '.join(BUILDERS)}")
@@ -38,7 +42,13 @@ def choose_members(
     if builder == "caruana":
         weights = ensemble_selection(preds, y_val, loss, size=size, seed=seed).weights
     elif builder == "agnostic_bayes":
-        weights = agnostic_bayes_weights(per_example_loss(preds, y_val, loss).T, sampler=sampler, seed=seed)
+        if tune_rho:
+            rho, weights = tuned_agnostic_bayes(preds, y_val, loss, sampler=sampler, seed=seed, vote=vote)
+        else:
+            rho, weights = 1.0, agnostic_bayes_weights(per_example_loss(preds, y_val, loss).T, sampler=sampler,
+                                                       seed=seed)
+        if info is not None:
+            info["rho"] = float(rho)
     elif builder == "amin":
         weights = amin_weights(per_example_loss(preds, y_val, loss).T, seed=seed)
     else:

@@ -16,13 +16,18 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from optdiv.cash.candidates import SpaceCandidates, as_dict, seen_keys
-from optdiv.core.diversity import diversity_to_pool, pairwise_diversity
+from optdiv.cash.candidates import SpaceCandidates, as_dict, observation_key, seen_keys
+from optdiv.core.diversity import diversity_to_pool
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 from optdiv.core.tpe import ParzenRatio
 
 METHODS = ("rs", "bo", "tpe", "divbo", "optdivbo")  # the suggestion strategies; named methods live in methods.py
+
+#: Status of a pseudo-observation standing for a configuration still being evaluated (asynchronous
+#: parallel search, optdiv.cash.parallel): its ``val_loss`` is a believed loss and its ``val_pred`` a
+#: predicted behaviour. It only ever exists inside one ``suggest`` call's history, never in a store.
+PENDING = "pending"
 
 
 def parse_method(name: str):
@@ -128,7 +133,10 @@ class Optimizer:
             method=self.method, metric=self.metric, seed=int(rng.integers(2**31)), **self.selector_options
         )
         preds = np.stack([history[i].val_pred for i in ok])
-        diversity = self._diversity_matrix(ok, preds, y_val, selector.kind, selector.ensemble_size)
+        # pending pseudo-observations come last in the history (see optdiv.cash.parallel) and are never cached
+        real = [i for i in ok if history[i].status != PENDING]
+        keys = [(history[i].index, observation_key(history[i])) for i in real]
+        diversity = self._diversity_matrix(ok, preds, y_val, selector.kind, selector.ensemble_size, keys=keys)
         selector.fit(obs_x[ok], preds, y_val, diversity=diversity)
         choice = selector.score(cand_x, ei, t=len(history))
         info = {
@@ -137,35 +145,43 @@ class Optimizer:
             "pool": [int(ok[i]) for i in np.asarray(choice.pool_indices)],
             "ei_rank": float(choice.perf_rank[choice.index]),
         }
+        if len(real) < len(ok):
+            info["n_pending"] = len(ok) - len(real)
         return int(choice.index), info
 
-    def _diversity_matrix(self, ok: List[int], preds: np.ndarray, y_val, kind: str, ensemble_size: int):
+    def _diversity_matrix(self, ok: List[int], preds: np.ndarray, y_val, kind: str, ensemble_size: int,
+                          keys: Optional[List] = None):
         """Pairwise diversity of the successful runs, extended by the new runs' rows only.
 
-        The cache is keyed by the history positions it covers; a history that is not an extension of
-        them (another run, another kind) recomputes the whole matrix.
+        Row ``j`` is always ``diversity_to_pool(preds[j], preds[:j + 1])`` (mirrored above the diagonal), so
+        a matrix rebuilt from nothing (a resumed run) is bit-identical to one grown a row at a time, and a
+        resumed search suggests exactly what the uninterrupted one did. The cache covers the first
+        ``len(keys)`` rows (default: all of ``ok``), keyed by ``keys`` (default: the history positions
+        ``ok``); rows past them (pending pseudo-observations) are computed afresh on every call. A history
+        that does not extend the cached keys (another run, another kind) recomputes everything.
         """
+        keys = list(ok) if keys is None else list(keys)
+        n_cacheable = len(keys)
         cached = getattr(self, "_diversity_cache", None)
         n_old = 0
-        if cached is not None and cached[0] == (kind, ensemble_size) and cached[1] == ok[: len(cached[1])]:
+        if cached is not None and cached[0] == (kind, ensemble_size) and cached[1] == keys[: len(cached[1])]:
             n_old = len(cached[1])
-        if n_old < 2:
-            matrix = pairwise_diversity(preds, y_val, kind, ensemble_size)
-        else:
-            matrix = np.empty((len(ok), len(ok)))
+        matrix = np.empty((len(ok), len(ok)))
+        if n_old:
             matrix[:n_old, :n_old] = cached[2]
-            if len(ok) > n_old:
-                rows = diversity_to_pool(preds[n_old:], preds, y_val, kind, ensemble_size)
-                matrix[n_old:, :] = rows
-                matrix[:, n_old:] = rows.T
-        self._diversity_cache = ((kind, ensemble_size), list(ok), matrix)
+        for j in range(n_old, len(ok)):
+            row = diversity_to_pool(preds[j : j + 1], preds[: j + 1], y_val, kind, ensemble_size)[0]
+            matrix[j, : j + 1] = row
+            matrix[: j + 1, j] = row
+        self._diversity_cache = ((kind, ensemble_size), keys[:n_cacheable], matrix[:n_cacheable, :n_cacheable].copy())
         return matrix
 
 
 def _losses_with_failures(history) -> np.ndarray:
-    """Validation losses; failed runs get the worst successful loss, so they repel without distorting the fit."""
+    """Validation losses; failed runs get the worst successful loss, so they repel without distorting the fit.
+    A pending pseudo-observation keeps its believed loss (the surrogate's own prediction for it)."""
     losses = np.array([obs.val_loss for obs in history], dtype=np.float64)
-    ok = np.array([obs.status == "ok" and np.isfinite(obs.val_loss) for obs in history])
+    ok = np.array([obs.status in ("ok", PENDING) and np.isfinite(obs.val_loss) for obs in history])
     worst = losses[ok].max() if ok.any() else 1.0
     losses[~ok] = worst
     return losses

@@ -5,6 +5,7 @@ Layout::
     RUN/
       meta.json              settings of the run, written once; a resumed run must match them
       observations.jsonl     one JSON object per observation (no predictions inline), append-only
+      issued.jsonl           parallel runs only: every suggestion before it was submitted (optdiv.cash.parallel)
       preds/00007_val.npy    float32 validation predictions of observation 7
       preds/00007_test.npy   float32 test predictions of observation 7
       result.json ...        other documents, written with :meth:`RunStore.write_json`
@@ -197,7 +198,8 @@ class RunStore:
             os.fsync(fh.fileno())
 
     def load(self, predictions: bool = True) -> List[Observation]:
-        """All complete observations in log order (a torn last line and lines without arrays skipped)."""
+        """All complete observations in evaluation-index order (a torn last line and lines without arrays
+        skipped). A parallel run (optdiv.cash.parallel) appends them as they finish, not in index order."""
         out = []
         for record in self._records():
             paths = {}
@@ -230,6 +232,7 @@ class RunStore:
                     measures=_read_measures(record.get("measures")),
                 )
             )
+        out.sort(key=lambda obs: obs.index)  # stable: a sequential log is already in this order
         return out
 
     def __len__(self) -> int:
