@@ -163,15 +163,17 @@ def test_holdout_splits_keep_the_single_fit_path(cls_splits, monkeypatch):
 
 def test_search_with_cv_tunes_agnostic_bayes_rho_on_the_out_of_fold_loss(cls_splits):
     result = search(cls_splits, "classification", n_classes=2, method="bo-es", space=tiny_space("classification"),
-                    budget=6, seed=2, ensemble="agnostic_bayes", optimizer_options=FAST, cv=3)
+                    budget=6, seed=2, metric="log_loss", ensemble="agnostic_bayes", optimizer_options=FAST,
+                    cv=3)
     assert result.info["cv"] == 3 and result.info["evaluation"] == "3-fold CV"
     y_oof = cross_validation_view(cls_splits, 3, seed=2).y_val
     ok = [i for i, obs in enumerate(result.history) if obs.status == "ok"]
     assert len(ok) >= 2 and all(result.history[i].val_pred.shape == (len(y_oof), 2) for i in ok)
     preds = np.stack([result.history[i].val_pred for i in ok])
-    losses = per_example_loss(preds, y_oof, "error").T
-    scores = [ensemble_loss(preds, y_oof, agnostic_bayes_weights(losses, "bootstrap", 1000, rho=r, seed=2), "error")
-              for r in RHO_GRID]
+    # log loss: continuous, so rho changes the ensemble's score even where every model's OOF error is 0
+    losses = per_example_loss(preds, y_oof, "log_loss").T
+    scores = [ensemble_loss(preds, y_oof, agnostic_bayes_weights(losses, "bootstrap", 1000, rho=r, seed=2),
+                            "log_loss") for r in RHO_GRID]
     assert max(scores) > min(scores)  # rho matters here, so a fixed or wrong rho would be caught
     best = int(np.argmin(scores))  # first of the lowest, as the tuning keeps the first on ties
     assert result.info["rho"] == pytest.approx(RHO_GRID[best])
@@ -181,9 +183,9 @@ def test_search_with_cv_tunes_agnostic_bayes_rho_on_the_out_of_fold_loss(cls_spl
     np.testing.assert_allclose(result.weights, weights[keep] / weights[keep].sum())
     assert result.val_loss == pytest.approx(scores[best])  # the reported validation error is the OOF error
     # AMin and SMin work on the same out-of-fold predictions
-    members, _ = choose_members(result.history, y_oof, "error", "amin", seed=0)
+    members, _ = choose_members(result.history, y_oof, "log_loss", "amin", seed=0)
     assert result.history[members[0]].val_loss == min(result.history[i].val_loss for i in ok)
-    members, weights = choose_members(result.history, y_oof, "error", "smin")
+    members, weights = choose_members(result.history, y_oof, "log_loss", "smin")
     assert weights.sum() == pytest.approx(1.0) and set(members) <= set(ok)
 
 
