@@ -259,27 +259,29 @@ def search(
 def _check_stored_constraints(store: RunStore, constraints: List[Constraint]) -> None:
     """A stored run continues only under the constraints it was searched with (its infeasible runs have no
     predictions, so they could not become feasible later)."""
-    meta = store.read_meta()
-    if meta is None:
-        return
-    stored, now = settings_form(meta.get("constraints") or []), settings_form(constraints)
-    if stored != now:
-        raise RunStoreError(
-            f"cannot resume run {str(store.directory)!r}: it was searched under constraints {stored or 'none'}, "
-            f"now {now or 'none'}; use a new run directory or the original --constraint options"
-        )
+    _refuse_changed_setting(
+        store, "constraints", lambda stored: settings_form(stored or []), settings_form(constraints),
+        lambda stored, now: f"it was searched under constraints {stored or 'none'}, now {now or 'none'}; use a new "
+                            f"run directory or the original --constraint options")
 
 
 def _check_stored_cv(store: RunStore, n_folds: Optional[int]) -> None:
     """A stored run continues only under the evaluation it began with (its losses are holdout or out-of-fold)."""
+    _refuse_changed_setting(
+        store, "cv", lambda stored: stored, n_folds,
+        lambda stored, now: f"it was evaluated by {_evaluation(stored)}, now by {_evaluation(now)}; use a new run "
+                            f"directory or the original --cv")
+
+
+def _refuse_changed_setting(store: RunStore, key: str, read, now, explain) -> None:
+    """RunStoreError when the stored run's ``key`` (as ``read`` normalises it) differs from ``now``; settings a
+    run stored before that key existed count as absent (None)."""
     meta = store.read_meta()
-    if meta is None or meta.get("cv") == n_folds:
+    if meta is None:
         return
-    stored, now = meta.get("cv"), n_folds
-    raise RunStoreError(
-        f"cannot resume run {str(store.directory)!r}: it was evaluated by {_evaluation(stored)}, now by "
-        f"{_evaluation(now)}; use a new run directory or the original --cv"
-    )
+    stored = read(meta.get(key))
+    if stored != now:
+        raise RunStoreError(f"cannot resume run {str(store.directory)!r}: {explain(stored, now)}")
 
 
 def _evaluation(n_folds: Optional[int]) -> str:

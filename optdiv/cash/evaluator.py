@@ -250,10 +250,7 @@ def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, 
                     preds.append(None)
                     continue
                 began = time.perf_counter()
-                if task == "classification":
-                    preds.append(_class_probabilities(pipe, X, n_classes))
-                else:
-                    preds.append(_regression_values(pipe, X))
+                preds.append(_predict_rows(pipe, X, task, n_classes))
                 if part == "val":
                     seconds = time.perf_counter() - began
                     measures["predict_seconds"] = seconds
