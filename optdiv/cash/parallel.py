@@ -76,7 +76,7 @@ from optdiv.cash.constraints import enforce
 from optdiv.cash.evaluator import START_TIMEOUT, WORST_LOSS, Evaluator, Observation, algorithm_of
 from optdiv.cash.faults import FaultInjectingEvaluator, FaultPlan, mark, restore_config
 from optdiv.cash.optimizers import PENDING, _losses_with_failures
-from optdiv.cash.store import to_jsonable
+from optdiv.cash.store import cut_torn_line, to_jsonable
 
 #: File of issued suggestions in a run directory (one JSON line each, append-only, fsynced).
 ISSUED_NAME = "issued.jsonl"
@@ -151,7 +151,7 @@ class IssuedLog:
         line = json.dumps(to_jsonable(record), sort_keys=True, allow_nan=False) + "\n"
         new = not self.path.exists()
         if not self._repaired:
-            _cut_torn_line(self.path)
+            cut_torn_line(self.path)
             self._repaired = True
         with open(self.path, "ab") as fh:
             fh.write(line.encode("utf-8"))
@@ -161,21 +161,6 @@ class IssuedLog:
             from optdiv.cash.store import _fsync_dir
 
             _fsync_dir(self.path.parent)
-
-
-def _cut_torn_line(path: Path) -> None:
-    """Drop bytes after the last newline (a line torn by a crash mid-append)."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with open(path, "rb+") as fh:
-        fh.seek(-1, os.SEEK_END)
-        if fh.read(1) == b"\n":
-            return
-        fh.seek(0)
-        data = fh.read()
-        fh.truncate(data.rfind(b"\n") + 1)
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 def unfinished_issued(store, history: Sequence) -> List[int]:

@@ -112,6 +112,34 @@ def atomic_save_npy(path: Union[str, os.PathLike], array: np.ndarray) -> None:
     _atomic_write(Path(path), lambda fh: np.save(fh, np.asarray(array), allow_pickle=False))
 
 
+def cut_torn_line(path: Union[str, os.PathLike]) -> None:
+    """Drop the bytes after the last newline of an append-only log: a line torn by a crash mid-append."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with open(path, "rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        pos = size
+        keep = 0
+        while pos > 0:  # scan back in blocks for the last newline
+            step = min(65536, pos)
+            pos -= step
+            fh.seek(pos)
+            block = fh.read(step)
+            nl = block.rfind(b"\n")
+            if nl >= 0:
+                keep = pos + nl + 1
+                break
+        fh.truncate(keep)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def _read_measures(stored: Any) -> dict:
     """A log line's measures as floats; absent (an older log) or unreadable entries give nothing."""
     if not isinstance(stored, dict):
@@ -294,26 +322,4 @@ class RunStore:
 
     def _repair_log(self) -> None:
         """Cut a torn last line (bytes after the last newline) left by a crash during an append."""
-        if not self.log_path.exists():
-            return
-        with open(self.log_path, "rb+") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            if size == 0:
-                return
-            fh.seek(size - 1)
-            if fh.read(1) == b"\n":
-                return
-            pos = size
-            keep = 0
-            while pos > 0:  # scan back in blocks for the last newline
-                step = min(65536, pos)
-                pos -= step
-                fh.seek(pos)
-                block = fh.read(step)
-                nl = block.rfind(b"\n")
-                if nl >= 0:
-                    keep = pos + nl + 1
-                    break
-            fh.truncate(keep)
-            fh.flush()
-            os.fsync(fh.fileno())
+        cut_torn_line(self.log_path)
