@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--space", default="autosklearn")
     bench.add_argument("--jobs", type=int, default=1, help="searches run in parallel processes")
     bench.add_argument("--workers", type=int, metavar="N",
-                       help="live mode: each search evaluates on a local Dask cluster of N workers (optdiv[dask])")
+                       help="each live search, or each replay library being built, evaluates on a local Dask "
+                            "cluster of N workers (optdiv[dask])")
     bench.add_argument("--trace-every", type=int, default=10, help="evaluations between trace checkpoints")
     bench.add_argument("--build-only", action="store_true", help="replay mode: build the libraries and stop")
     bench.add_argument("--constraint", action="append", type=_constraint, metavar="NAME<=X", help=CONSTRAINT_HELP)

@@ -117,7 +117,7 @@ class Bench:
     trace_every: int = 10
     ensemble_size: int = 25
     constraints: Sequence[str] = ()
-    workers: Optional[int] = None  # live mode: each search evaluates on a local Dask cluster of this many workers
+    workers: Optional[int] = None  # Dask workers per live search, or per library being built in replay mode
 
     def __post_init__(self):
         from optdiv.cash.constraints import settings_form
@@ -126,8 +126,8 @@ class Bench:
             get_method(method)  # unknown names fail before anything runs
         self.constraints = settings_form(self.constraints)  # malformed ones fail here too
         self.out = Path(self.out)
-        if self.workers is not None and self.library is not None:
-            raise ValueError("--workers applies to live runs; a replay run looks its evaluations up and needs no Dask")
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"--workers must be at least 1, got {self.workers}")
         if self.library is not None and self.library < self.budget:
             raise ValueError(f"a replay library of {self.library} cannot serve a budget of {self.budget}")
 
@@ -142,7 +142,7 @@ class Bench:
         settings = {"mode": self.mode, "budget": self.budget, "library": self.library, "space": self.space,
                     "time_limit": self.time_limit if self.mode == "live" else None,
                     "ensemble_size": self.ensemble_size, "constraints": list(self.constraints)}
-        if self.workers is not None:  # asynchronous searches differ from sequential ones; absent = sequential
+        if self.workers is not None and self.mode == "live":  # asynchronous searches differ; absent = sequential
             settings["workers"] = int(self.workers)
         return settings
 
@@ -164,7 +164,8 @@ class Bench:
                                 "seed": seed, "budget": self.budget, "library": self.library, "cache": self.cache,
                                 "out": str(self.out), "time_limit": self.time_limit, "space": self.space,
                                 "trace_every": self.trace_every, "ensemble_size": self.ensemble_size,
-                                "constraints": list(self.constraints), "workers": self.workers,
+                                "constraints": list(self.constraints),
+                                "workers": self.workers if self.mode == "live" else None,
                             })
         # seed-major: an interrupted bench leaves every dataset with the same seeds done
         return sorted(units, key=lambda u: u["seed"])
@@ -208,12 +209,13 @@ class Bench:
             return
         say(f"building replay libraries of {self.library} configurations for {', '.join(r.name for r in todo)}")
         args = [(ref.spec, self.cache, self.library, 0, self.space) for ref in todo]
+        options = {"workers": self.workers}  # a library is the same random configurations however it is built
         if jobs <= 1:
             for a in args:
-                build_library(*a)
+                build_library(*a, **options)
         else:
             with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-                for future in cf.as_completed([pool.submit(build_library, *a) for a in args]):
+                for future in cf.as_completed([pool.submit(build_library, *a, **options) for a in args]):
                     future.result()
 
     def check_library_measures(self) -> None:

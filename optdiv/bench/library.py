@@ -121,8 +121,12 @@ def build_library(
     space: str = "autosklearn",
     time_limit: float = LIBRARY_TIME_LIMIT,
     progress: Optional[Callable] = None,
+    workers: Optional[int] = None,
 ) -> Path:
-    """Evaluate (or finish evaluating) ``size`` random configurations; returns the store directory."""
+    """Evaluate (or finish evaluating) ``size`` random configurations; returns the store directory.
+
+    ``workers`` evaluates them on a local Dask cluster: random search suggests without looking at results
+    and the store loads in index order, so the library holds the same configurations at the same places."""
     dataset = load_dataset(data)
     directory = library_dir(cache, dataset.name, split_seed, space)
     store = RunStore(directory)
@@ -148,6 +152,7 @@ def build_library(
         seed=split_seed,
         store=store,
         progress=progress,
+        workers=workers,
     )
     store.write_json("timing.json", {"size": size, "last_sitting_seconds": time.perf_counter() - start})
     return directory

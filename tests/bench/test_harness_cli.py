@@ -86,3 +86,19 @@ def test_bench_rejects_unknown_methods_and_bad_seeds(small_csvs, tmp_path):
     assert main(base + ["--methods", "bo-es,nope"]) == 2
     assert main(base + ["--methods", "bo-es", "--seeds", "-3"]) == 2
     assert main(base + ["--methods", "bo-es", "--library", "5", "--budget", "10"]) == 2
+
+
+@pytest.mark.timeout(300)
+def test_library_built_on_dask_workers_equals_the_sequential_one(small_csvs, tmp_path):
+    pytest.importorskip("distributed", reason="needs dask.distributed (pip install 'optdiv[dask]')")
+    from optdiv.bench.library import build_library, load_library
+
+    data = str(small_csvs / "tinycancer.csv")
+    build_library(data, tmp_path / "sequential", size=8, time_limit=60)
+    build_library(data, tmp_path / "dask", size=8, time_limit=60, workers=2)
+    sequential = load_library(data, tmp_path / "sequential", 8)
+    parallel = load_library(data, tmp_path / "dask", 8)
+    assert parallel.configs == sequential.configs
+    assert np.array_equal(parallel.ok, sequential.ok) and parallel.ok.sum() >= 4
+    np.testing.assert_allclose(parallel.val_preds, sequential.val_preds, atol=1e-6)
+    np.testing.assert_allclose(parallel.test_preds, sequential.test_preds, atol=1e-6)
