@@ -355,7 +355,7 @@ def test_replay_and_custom_evaluators_stay_sequential(splits):
                evaluator=Fixed(), faults="raise=0.5")
 
 
-def test_bench_takes_workers_for_live_runs_only(tmp_path):
+def test_bench_takes_workers_for_live_searches_only(tmp_path):
     from optdiv.bench.harness import Bench, DatasetRef
     from optdiv.cli import build_parser
 
@@ -363,8 +363,9 @@ def test_bench_takes_workers_for_live_runs_only(tmp_path):
     bench = Bench(datasets=[ref], methods=["rs"], seeds=[0], out=tmp_path, budget=3, workers=2)
     assert bench.settings()["workers"] == 2 and bench.units()[0]["workers"] == 2
     assert "workers" not in Bench(datasets=[ref], methods=["rs"], seeds=[0], out=tmp_path, budget=3).settings()
-    with pytest.raises(ValueError, match="live runs"):
-        Bench(datasets=[ref], methods=["rs"], seeds=[0], out=tmp_path, budget=3, library=5, workers=2)
+    replay = Bench(datasets=[ref], methods=["rs"], seeds=[0], out=tmp_path, budget=3, library=5, workers=2)
+    # in replay mode the workers only build the library: the searches and their settings stay sequential
+    assert "workers" not in replay.settings() and replay.units()[0]["workers"] is None
     args = build_parser().parse_args(["bench", "--datasets", "x", "--methods", "rs", "--out", "o", "--workers", "3"])
     assert args.workers == 3
     args = build_parser().parse_args(["run", "--data", "x", "--workers", "2", "--inject-faults", "raise=0.5",
