@@ -28,7 +28,8 @@ FOCUS_METHODS = ("bo-es", "rb-es", "divbo", "optdivbo")
 #: Row order of the tables: the papers' order, then the variants.
 PAPER_ORDER = ("rs", "bo", "tpe", "rb", "eo", "nes", "rs-es", "bo-es", "bo-es100", "rb-es", "kbo-es", "divbo-", "divbo",
                "divbo-w0.1", "divbo-b0.01", "divbo-bagging", "divbo-stacking", "bo-ab", "bo-smin", "tpe-es", "dac-hb",
-               "dac-hb-es", "dac-hh", "dac-hh-es", "dac-sb", "dac-sb-es", "dac-sh", "dac-sh-es", "divbo-dac", "optdivbo-", "optdivbo", "optdivbo-ab", "optdivbo-dac")
+               "dac-hb-es", "dac-hh", "dac-hh-es", "dac-sb", "dac-sb-es", "dac-sh", "dac-sh-es", "admm", "admm-es",
+               "divbo-dac", "optdivbo-", "optdivbo", "optdivbo-ab", "optdivbo-dac")
 
 
 def read_results(directory: Path) -> List[Dict]:
