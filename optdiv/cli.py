@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("directory")
     report.add_argument("--reference", default="optdivbo", help="method the Wilcoxon counts compare against")
     report.add_argument("--methods", help="comma-separated row order (default: the papers' order)")
+    report.add_argument("--only", help="comma-separated methods to tabulate (default: all); ranks are among them")
+    report.add_argument("--output", help="file to write (default: DIRECTORY/report.md)")
     report.add_argument("--focus", default="quake", help="dataset of the ensemble-diversity heatmap")
     report.add_argument("--at", default="", help="also tabulate the test loss after these evaluations, e.g. 50,100")
     report.add_argument("--no-figures", action="store_true")
@@ -253,9 +255,10 @@ def _report(args) -> int:
     from optdiv.bench.report import write_report
 
     methods = [m.strip() for m in args.methods.split(",")] if args.methods else None
+    only = [m.strip() for m in args.only.split(",") if m.strip()] if args.only else None
     at = [int(x) for x in args.at.split(",") if x.strip()]
     path = write_report(args.directory, methods=methods, reference=args.reference, focus=args.focus,
-                        figures=not args.no_figures, at=at)
+                        figures=not args.no_figures, at=at, only=only, output=args.output)
     print(f"wrote {path}")
     return 0
 

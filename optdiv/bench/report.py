@@ -255,11 +255,19 @@ def rows_at(traces: Dict, iteration: int) -> List[Dict]:
 
 
 def write_report(directory, methods: Optional[Sequence[str]] = None, reference: str = "optdivbo",
-                 focus: Optional[str] = "quake", figures: bool = True, at: Sequence[int] = ()) -> Path:
+                 focus: Optional[str] = "quake", figures: bool = True, at: Sequence[int] = (),
+                 only: Optional[Sequence[str]] = None, output: Optional[Path] = None) -> Path:
     """``at``: also tabulate the test loss after these numbers of evaluations (read from the traces), where a
-    replay library is not yet mostly explored and the methods' choices differ more."""
+    replay library is not yet mostly explored and the methods' choices differ more. ``only``: tabulate just these
+    methods (ranks are then among them), so a short table for a document can come from the same command."""
     directory = Path(directory)
     rows = read_results(directory)
+    if only:
+        unknown = sorted(set(only) - {r["method"] for r in rows})
+        if unknown:
+            raise ValueError(f"no runs of {', '.join(unknown)} in {directory}")
+        rows = [r for r in rows if r["method"] in set(only)]
+        methods = list(methods or only)
     settings_path = directory / "bench.json"
     settings = json.loads(settings_path.read_text()) if settings_path.exists() else {}
     modes = sorted({r["mode"] for r in rows})
@@ -293,6 +301,8 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
         out += ["Suggestion time per evaluation (s, mean over runs): " + ", ".join(
             f"{m} {np.mean(seconds[m]):.3f}" for m in table["methods"] if seconds[m]), ""]
     traces = read_traces(directory) if (figures or at) else {}
+    if only:
+        traces = {key: by_seed for key, by_seed in traces.items() if key[2] in set(only)}
     for iteration in at:
         early = rows_at(traces, int(iteration))
         for metric in ("error", "mse", "mae"):
@@ -306,6 +316,6 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
         names = write_figures(directory, traces, tables, focus)
         if names:
             out += ["## Figures", ""] + [f"![{n}]({n})" for n in names] + [""]
-    path = directory / "report.md"
+    path = Path(output) if output else directory / "report.md"
     path.write_text("\n".join(out))
     return path

@@ -66,6 +66,18 @@ def test_replay_bench_resumes_and_reports(small_csvs, tmp_path, capsys):
     assert (out / "rank_over_iterations_error.png").exists()
     assert (out / "ensemble_diversity_tinycancer_error.png").exists()
 
+    short = tmp_path / "short.md"
+    assert main(["report", str(out), "--only", "rb-es,optdivbo", "--at", "5", "--no-figures",
+                 "--output", str(short)]) == 0
+    text = short.read_text()
+    assert "| rb-es |" in text and "| optdivbo |" in text
+    assert "| rs |" not in text and "| bo-es |" not in text
+    ranks = [float(line.rsplit("|", 2)[-2]) for line in text.splitlines()
+             if line.startswith(("| rb-es |", "| optdivbo |")) and "±" in line]
+    assert ranks and all(1.0 <= r <= 2.0 for r in ranks)  # ranked among the two methods only
+    assert (out / "report.md").read_text() == report  # the full report is left as it was
+    assert main(["report", str(out), "--only", "optdivbo,nosuch", "--output", str(short)]) == 2
+
 
 def test_live_bench_runs_regression_under_both_metrics(small_csvs, tmp_path):
     out = tmp_path / "live"
