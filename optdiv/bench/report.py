@@ -242,6 +242,33 @@ def write_figures(directory: Path, traces: Dict, tables: Dict[str, Dict], focus:
     return figures
 
 
+def algorithm_spread(suggested: Sequence[str], ensemble: Sequence[str]) -> tuple:
+    """(share of the evaluations spent on the most-evaluated algorithm, distinct algorithms in the final
+    ensemble): how far a search concentrated, which the test loss alone does not show."""
+    if not suggested:
+        return float("nan"), len(set(ensemble))
+    _, most = max(((a, list(suggested).count(a)) for a in set(suggested)), key=lambda item: item[1])
+    return most / len(suggested), len(set(ensemble))
+
+
+def spread_line(directory: Path, rows: List[Dict], methods: Sequence[str]) -> str:
+    """Per method, the mean algorithm spread over its runs (from each run's result.json); "" without results."""
+    shares, distinct = defaultdict(list), defaultdict(list)
+    for r in rows:
+        path = Path(directory) / "runs" / r["dataset"] / r["metric"] / r["method"] / f"seed-{r['seed']}" / "result.json"
+        if not path.exists():
+            continue
+        result = json.loads(path.read_text())
+        share, count = algorithm_spread(result.get("suggested_algorithms") or [], result.get("algorithms") or [])
+        shares[r["method"]].append(share)
+        distinct[r["method"]].append(count)
+    if not shares:
+        return ""
+    return ("Algorithm spread (mean over runs): share of the evaluations on the most-evaluated algorithm / distinct "
+            "algorithms in the final ensemble: " + ", ".join(
+                f"{m} {np.nanmean(shares[m]):.2f} / {np.mean(distinct[m]):.1f}" for m in methods if shares[m]))
+
+
 def rows_at(traces: Dict, iteration: int) -> List[Dict]:
     """Result-like rows holding each run's final-model losses after ``iteration`` evaluations (from its trace)."""
     rows = []
@@ -300,6 +327,9 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
                 seconds[r["method"]].append(r["optimizer_seconds"] / max(1, int(r["n_evaluations"])))
         out += ["Suggestion time per evaluation (s, mean over runs): " + ", ".join(
             f"{m} {np.mean(seconds[m]):.3f}" for m in table["methods"] if seconds[m]), ""]
+        spread = spread_line(directory, [r for r in rows if r["metric"] == metric], table["methods"])
+        if spread:
+            out += [spread, ""]
     traces = read_traces(directory) if (figures or at) else {}
     if only:
         traces = {key: by_seed for key, by_seed in traces.items() if key[2] in set(only)}

@@ -63,6 +63,8 @@ def test_replay_bench_resumes_and_reports(small_csvs, tmp_path, capsys):
     for method in ("rs", "bo-es", "rb-es", "optdivbo"):
         assert f"| {method} |" in report
     assert "optdivbo vs | better | same | worse" in report
+    spread = next(line for line in report.splitlines() if line.startswith("Algorithm spread"))
+    assert "rb-es " in spread and "optdivbo " in spread
     assert (out / "rank_over_iterations_error.png").exists()
     assert (out / "ensemble_diversity_tinycancer_error.png").exists()
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from optdiv.bench.paper import paper_cell
+from optdiv.bench.report import algorithm_spread
 from optdiv.bench.stats import average_ranks, better_same_worse, compare
 from optdiv.cash.final_ensemble import Stacker
 
@@ -68,3 +69,11 @@ def test_stacker_combines_members_into_probabilities_and_values():
     values = [target + rng.normal(scale=0.3, size=200) for _ in range(5)]
     reg = Stacker("regression").fit(values, target)
     assert np.mean((reg.predict(values) - target) ** 2) < np.mean((values[0] - target) ** 2)
+
+
+def test_algorithm_spread_by_hand():
+    suggested = ["svm", "svm", "knn", "svm", "tree"]
+    assert algorithm_spread(suggested, ["svm", "svm", "knn"]) == (pytest.approx(3 / 5), 2)
+    assert algorithm_spread(["knn"] * 4, ["knn"]) == (1.0, 1)
+    share, distinct = algorithm_spread([], [])
+    assert np.isnan(share) and distinct == 0
