@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from optdiv.bench.paper import paper_cell
-from optdiv.bench.stats import average_ranks, better_same_worse
+from optdiv.bench.stats import average_ranks, better_same_worse, lower_tie_higher, paired_p
 
 METRIC_TITLES = {"error": "Classification test error (%)", "mse": "Regression test MSE", "mae": "Regression test MAE"}
 FOCUS_METHODS = ("bo-es", "rb-es", "divbo", "optdivbo")
@@ -109,7 +109,8 @@ def wilcoxon_table(table: Dict, reference: str, alpha: float = 0.05) -> str:
     methods, datasets, cells = table["methods"], table["datasets"], table["cells"]
     if reference not in methods:
         return f"(no runs of the reference method {reference!r})"
-    lines = [f"| {reference} vs | better | same | worse | datasets |", "|---|---|---|---|---|"]
+    lines = [f"| {reference} vs | better | same | worse | datasets | seeds lower / tie / higher | p per dataset |",
+             "|---|---|---|---|---|---|---|"]
     for m in methods:
         if m == reference:
             continue
@@ -119,7 +120,10 @@ def wilcoxon_table(table: Dict, reference: str, alpha: float = 0.05) -> str:
             if common:
                 paired[d] = ([cells[reference][d][s] for s in common], [cells[m][d][s] for s in common])
         b, s, w = better_same_worse(paired, alpha)
-        lines.append(f"| {m} | {b} | {s} | {w} | {len(paired)} |")
+        pairs = np.sum([lower_tie_higher(*both) for both in paired.values()], axis=0).astype(int) if paired \
+            else (0, 0, 0)
+        p_values = ", ".join(f"{d} {paired_p(*both):.3f}" for d, both in paired.items())
+        lines.append(f"| {m} | {b} | {s} | {w} | {len(paired)} | {pairs[0]} / {pairs[1]} / {pairs[2]} | {p_values} |")
     return "\n".join(lines)
 
 
@@ -317,7 +321,8 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
         tables[metric] = table
         out += ["", f"## {METRIC_TITLES[metric]}", "", markdown_table(table, metric), ""]
         out += [f"Wilcoxon signed-rank test per dataset (paired by seed, p <= 0.05): {reference} is better / the "
-                "same / worse than each method on this many datasets.", "", wilcoxon_table(table, reference), ""]
+                "same / worse than each method on this many datasets; then how many (dataset, seed) pairs it is "
+                "lower / equal / higher in, and the two-sided p of each dataset.", "", wilcoxon_table(table, reference), ""]
         val_table = results_table(rows, metric, methods, value="val_error")
         out += ["Validation loss of the final model (same units; the search saw these):", "",
                 markdown_table(val_table, metric, with_paper=False), ""]

@@ -27,16 +27,32 @@ def compare(ours: Sequence[float], theirs: Sequence[float], alpha: float = 0.05)
     Wilcoxon signed-rank, two-sided, at ``alpha``; identical samples, or fewer than 2 pairs, are 'same'.
     With few seeds no difference can be significant (3 pairs give p >= 0.25), which 'same' then reports.
     """
+    p = paired_p(ours, theirs)
+    if not (p <= alpha):
+        return "same"
+    return "better" if np.mean(ours) < np.mean(theirs) else "worse"
+
+
+def paired_p(ours: Sequence[float], theirs: Sequence[float]) -> float:
+    """Two-sided Wilcoxon signed-rank p of paired samples; 1.0 when they are identical or fewer than 2 pairs."""
     a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
     if a.shape != b.shape:
         raise ValueError(f"paired samples must have the same length; got {a.shape} and {b.shape}")
-    d = a - b
-    if len(d) < 2 or np.allclose(d, 0.0):
-        return "same"
-    p = wilcoxon(a, b, zero_method="wilcox", alternative="two-sided").pvalue
-    if not (p <= alpha):
-        return "same"
-    return "better" if np.mean(a) < np.mean(b) else "worse"
+    # equal up to float noise (a loss scaled to % or summed in another order) counts as a tie, which "wilcox" drops
+    d = np.where(np.isclose(a, b, rtol=1e-12, atol=0.0), 0.0, a - b)
+    if len(d) < 2 or np.count_nonzero(d) == 0:
+        return 1.0
+    # and so are equal differences (two seeds both 2 of 436 rows apart), which the signed ranks must share
+    scale = np.max(np.abs(d))
+    d = np.round(d / scale, 9) * scale
+    return float(wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
+def lower_tie_higher(ours: Sequence[float], theirs: Sequence[float]) -> Tuple[int, int, int]:
+    """How many pairs ``ours`` is below, equal to (within 1e-12 relative), and above ``theirs``."""
+    a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
+    tie = np.isclose(a, b, rtol=1e-12, atol=0.0)
+    return int(np.sum((a < b) & ~tie)), int(np.sum(tie)), int(np.sum((a > b) & ~tie))
 
 
 def better_same_worse(per_dataset: Dict[str, Tuple[Sequence[float], Sequence[float]]],

@@ -7,7 +7,7 @@ import pytest
 
 from optdiv.bench.paper import paper_cell
 from optdiv.bench.report import algorithm_spread
-from optdiv.bench.stats import average_ranks, better_same_worse, compare
+from optdiv.bench.stats import average_ranks, better_same_worse, compare, lower_tie_higher, paired_p
 from optdiv.cash.final_ensemble import Stacker
 
 
@@ -77,3 +77,20 @@ def test_algorithm_spread_by_hand():
     assert algorithm_spread(["knn"] * 4, ["knn"]) == (1.0, 1)
     share, distinct = algorithm_spread([], [])
     assert np.isnan(share) and distinct == 0
+
+
+def test_paired_p_treats_float_noise_as_ties():
+    ours = np.array([10.0, 12.0, 9.0, 11.0, 13.0, 8.0, 10.0, 12.0])
+    theirs = np.array([10.0, 11.0, 10.0, 10.0, 11.0, 9.0, 12.0, 15.0])
+    exact = paired_p(ours, theirs)
+    # the same losses scaled to % and back: the tie and the equal differences pick up float noise
+    noisy = paired_p(ours * 0.07 * 100 / 7, theirs * 0.07 * 100 / 7)
+    assert noisy == pytest.approx(exact, abs=1e-12)
+    assert paired_p(ours, ours + 1e-15 * ours) == 1.0
+    assert paired_p([1.0], [2.0]) == 1.0
+    # eight losses all lower: the exact two-sided p is 2 / 2**8
+    assert paired_p(np.arange(8.0), np.arange(8.0) + np.arange(1.0, 9.0)) == pytest.approx(2 / 256)
+
+
+def test_lower_tie_higher_by_hand():
+    assert lower_tie_higher([1.0, 2.0, 3.0, 4.0], [2.0, 2.0, 1.0, 4.0 + 1e-15]) == (1, 2, 1)
