@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -251,8 +251,7 @@ def algorithm_spread(suggested: Sequence[str], ensemble: Sequence[str]) -> tuple
     ensemble): how far a search concentrated, which the test loss alone does not show."""
     if not suggested:
         return float("nan"), len(set(ensemble))
-    _, most = max(((a, list(suggested).count(a)) for a in set(suggested)), key=lambda item: item[1])
-    return most / len(suggested), len(set(ensemble))
+    return Counter(suggested).most_common(1)[0][1] / len(suggested), len(set(ensemble))
 
 
 def spread_line(directory: Path, rows: List[Dict], methods: Sequence[str]) -> str:
