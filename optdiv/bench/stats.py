@@ -33,13 +33,17 @@ def compare(ours: Sequence[float], theirs: Sequence[float], alpha: float = 0.05)
     return "better" if np.mean(ours) < np.mean(theirs) else "worse"
 
 
+def _ties(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pairs equal up to float noise (a loss scaled to % or summed in another order): a tie, not a difference."""
+    return np.isclose(a, b, rtol=1e-12, atol=0.0)
+
+
 def paired_p(ours: Sequence[float], theirs: Sequence[float]) -> float:
     """Two-sided Wilcoxon signed-rank p of paired samples; 1.0 when they are identical or fewer than 2 pairs."""
     a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
     if a.shape != b.shape:
         raise ValueError(f"paired samples must have the same length; got {a.shape} and {b.shape}")
-    # equal up to float noise (a loss scaled to % or summed in another order) counts as a tie, which "wilcox" drops
-    d = np.where(np.isclose(a, b, rtol=1e-12, atol=0.0), 0.0, a - b)
+    d = np.where(_ties(a, b), 0.0, a - b)  # "wilcox" drops the ties
     if len(d) < 2 or np.count_nonzero(d) == 0:
         return 1.0
     # and so are equal differences (two seeds both 2 of 436 rows apart), which the signed ranks must share
@@ -49,9 +53,9 @@ def paired_p(ours: Sequence[float], theirs: Sequence[float]) -> float:
 
 
 def lower_tie_higher(ours: Sequence[float], theirs: Sequence[float]) -> Tuple[int, int, int]:
-    """How many pairs ``ours`` is below, equal to (within 1e-12 relative), and above ``theirs``."""
+    """How many pairs ``ours`` is below, equal to, and above ``theirs``."""
     a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
-    tie = np.isclose(a, b, rtol=1e-12, atol=0.0)
+    tie = _ties(a, b)
     return int(np.sum((a < b) & ~tie)), int(np.sum(tie)), int(np.sum((a > b) & ~tie))
 
 
