@@ -37,6 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
+from optdiv.bench.layout import run_dir
 from optdiv.cash.methods import SEARCH_OPTIONS, get_method
 
 RESULT_COLUMNS = [
@@ -96,10 +97,6 @@ def search_group(method: str) -> str:
     spec = get_method(method)
     options = {k: v for k, v in sorted(spec.options.items()) if k in SEARCH_OPTIONS}
     return spec.strategy + "".join(f"_{k}{v}" for k, v in options.items())
-
-
-def run_dir(out: Path, dataset: str, metric: str, method: str, seed: int) -> Path:
-    return out / "runs" / dataset / metric / method / f"seed-{seed}"
 
 
 @dataclass

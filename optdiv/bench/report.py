@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from optdiv.bench.layout import run_dir
 from optdiv.bench.paper import paper_cell
 from optdiv.bench.stats import average_ranks, better_same_worse, lower_tie_higher, paired_p
 
@@ -228,7 +229,7 @@ def write_figures(directory: Path, traces: Dict, tables: Dict[str, Dict], focus:
         shown = [m for m in methods if m in FOCUS_METHODS] or methods[:4]
         mats = []
         for m in shown:
-            path = Path(directory) / "runs" / str(target) / metric / m / "seed-0" / "result.json"
+            path = run_dir(directory, target, metric, m, 0) / "result.json"
             if path.exists():
                 mats.append((m, np.array(json.loads(path.read_text())["member_diversity"])))
         if mats:
@@ -258,7 +259,7 @@ def spread_line(directory: Path, rows: List[Dict], methods: Sequence[str]) -> st
     """Per method, the mean algorithm spread over its runs (from each run's result.json); "" without results."""
     shares, distinct = defaultdict(list), defaultdict(list)
     for r in rows:
-        path = Path(directory) / "runs" / r["dataset"] / r["metric"] / r["method"] / f"seed-{r['seed']}" / "result.json"
+        path = run_dir(directory, r["dataset"], r["metric"], r["method"], r["seed"]) / "result.json"
         if not path.exists():
             continue
         result = json.loads(path.read_text())
