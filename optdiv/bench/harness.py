@@ -3,7 +3,7 @@
 Layout under ``--out``::
 
     results.csv                                     one row per finished run (rebuilt from the runs on start)
-    runs/<dataset>/<metric>/<method>/seed-<s>/result.json, trace.csv
+    runs/<dataset>/<metric>/<method>/seed-<s>/result.json, trace.csv   (result.json records its provenance)
     search/<dataset>/<metric>/<group>/seed-<s>/     live runs' evaluation stores (resumable mid-run)
     bench.json                                      the settings, checked on resume
 
@@ -286,8 +286,16 @@ def _library(spec: str, cache: str, size: int, space: str):
     return load_library(spec, cache, size, 0, space)
 
 
+@lru_cache(maxsize=4)
+def _library_digest(spec: str, cache: str, size: int, space: str) -> str:
+    from optdiv.bench.provenance import library_digest
+
+    return library_digest(_library(spec, cache, size, space))
+
+
 def run_unit(unit: Dict) -> List[Dict]:
     """Run one search and write result.json + trace.csv for each of its methods; returns their rows."""
+    from optdiv.bench.provenance import environment
     from optdiv.bench.trace import search_trace
     from optdiv.cash.engine import search
     from optdiv.cash.methods import make_strategy
@@ -297,10 +305,12 @@ def run_unit(unit: Dict) -> List[Dict]:
     out = Path(unit["out"])
     constraints = list(unit.get("constraints") or [])
     start = time.perf_counter()
+    provenance = {"environment": environment()}
     if unit["library"] is not None:
         from optdiv.bench.replay import replay_search
 
         library = _library(ref.spec, unit["cache"], int(unit["library"]), unit["space"])
+        provenance["library_digest"] = _library_digest(ref.spec, unit["cache"], int(unit["library"]), unit["space"])
         result = replay_search(library, methods[0], metric, seed, budget, ensemble_size=unit["ensemble_size"],
                                constraints=constraints)
         y_val, y_test, space, task = library.y_val, library.y_test, library.space, library.task
@@ -347,7 +357,8 @@ def run_unit(unit: Dict) -> List[Dict]:
             "wall_seconds": round(wall, 3), "optimizer_seconds": round(sum(result.suggest_seconds), 3),
             "search_group": unit["group"], "n_infeasible": sum(obs.status == "infeasible" for obs in history),
         }
-        _write_run(run_dir(out, ref.name, metric, method, seed), row, traces[method], choice, history, y_val, result)
+        _write_run(run_dir(out, ref.name, metric, method, seed), row, traces[method], choice, history, y_val, result,
+                   provenance)
         rows.append(row)
     return rows
 
@@ -361,7 +372,8 @@ def _bind_final(spec, strategy, y_val, metric, ensemble_size, seed, task, n_clas
     return final
 
 
-def _write_run(directory: Path, row: Dict, trace: List[Dict], choice, history, y_val, result) -> None:
+def _write_run(directory: Path, row: Dict, trace: List[Dict], choice, history, y_val, result,
+               provenance: Dict) -> None:
     from optdiv.bench.trace import member_diversity
     from optdiv.cash.store import atomic_write_json
 
@@ -381,4 +393,5 @@ def _write_run(directory: Path, row: Dict, trace: List[Dict], choice, history, y
         "library_members": [int(library_indices[i]) for i in members] if library_indices else None,
         "member_diversity": member_diversity(history, members, y_val),
         "suggested_algorithms": [obs.algorithm for obs in history],
+        "provenance": provenance,
     })

@@ -22,6 +22,7 @@ import numpy as np
 
 from optdiv.bench.layout import run_dir
 from optdiv.bench.paper import paper_cell
+from optdiv.bench.provenance import provenance_lines
 from optdiv.bench.stats import average_ranks, better_same_worse, lower_tie_higher, paired_p
 
 METRIC_TITLES = {"error": "Classification test error (%)", "mse": "Regression test MSE", "mae": "Regression test MAE"}
@@ -273,6 +274,15 @@ def spread_line(directory: Path, rows: List[Dict], methods: Sequence[str]) -> st
                 f"{m} {np.nanmean(shares[m]):.2f} / {np.mean(distinct[m]):.1f}" for m in methods if shares[m]))
 
 
+def run_provenance(directory: Path, rows: List[Dict]) -> List[str]:
+    """The report's provenance lines, from what each run's result.json recorded (optdiv.bench.provenance)."""
+    records = []
+    for r in rows:
+        path = run_dir(directory, r["dataset"], r["metric"], r["method"], r["seed"]) / "result.json"
+        records.append(json.loads(path.read_text()).get("provenance") if path.exists() else None)
+    return provenance_lines(records, [r["dataset"] for r in rows])
+
+
 def rows_at(traces: Dict, iteration: int) -> List[Dict]:
     """Result-like rows holding each run's final-model losses after ``iteration`` evaluations (from its trace)."""
     rows = []
@@ -308,7 +318,7 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
         "seeds vary the search only)" if "replay" in modes else " (real evaluations; seeds vary split and search)"))
     out.append(f"Budget: {settings.get('budget', '?')} evaluations; space: {settings.get('space', '?')}; "
                f"runs: {len(rows)}; seeds: {len({r['seed'] for r in rows})}.")
-    out.append("")
+    out += [""] + [line for provenance in run_provenance(directory, rows) for line in (provenance, "")]
     out.append("Cells: mean ± std over seeds of the test loss of each method's final model; **bold** = best mean; "
                "[paper X] = the published mean for the same dataset and method (different implementation, "
                "machine and, for replay, a restricted candidate set: compare ranks, not decimals). "

@@ -58,3 +58,9 @@ def reg_library() -> Library:
 def wide_cls_library() -> Library:
     """Enough members per algorithm for strategies that stay on one algorithm for a while (ADMM's blocks)."""
     return synthetic_library("classification", n=400, seed=4, failed=6)
+
+
+@pytest.fixture(scope="session")
+def library_factory():
+    """``synthetic_library`` itself, for tests that need fresh copies to alter."""
+    return synthetic_library

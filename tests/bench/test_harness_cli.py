@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import csv
+import json
 
 import numpy as np
 import pytest
 
+from optdiv.bench.library import load_library
+from optdiv.bench.provenance import environment, library_digest
 from optdiv.cli import main
 
 
@@ -46,6 +49,10 @@ def test_replay_bench_resumes_and_reports(small_csvs, tmp_path, capsys):
     result = out / "runs" / "tinycancer" / "error" / "optdivbo" / "seed-0" / "result.json"
     trace = _rows(result.parent / "trace.csv")
     assert [int(float(r["iteration"])) for r in trace] == [5, 10]
+    recorded = json.loads(result.read_text())["provenance"]
+    library = load_library(small_csvs / "tinycancer.csv", cache, 16)
+    assert recorded["library_digest"] == library_digest(library)
+    assert recorded["environment"] == environment()
     stamp = result.stat().st_mtime_ns
 
     capsys.readouterr()
@@ -63,6 +70,8 @@ def test_replay_bench_resumes_and_reports(small_csvs, tmp_path, capsys):
     for method in ("rs", "bo-es", "rb-es", "optdivbo"):
         assert f"| {method} |" in report
     assert "optdivbo vs | better | same | worse" in report
+    assert f"Library digest per dataset (one library each): tinycancer {library_digest(library)}." in report
+    assert "predate provenance" not in report
     spread = next(line for line in report.splitlines() if line.startswith("Algorithm spread"))
     assert "rb-es " in spread and "optdivbo " in spread
     assert (out / "rank_over_iterations_error.png").exists()
