@@ -59,6 +59,18 @@ def _fmt(value: float, metric: str) -> str:
     return f"{value:.4g}"
 
 
+def _fmt_cell(mean: float, std: float, metric: str) -> str:
+    """Mean ± std with the std at the mean's decimals (4 significant digits of the mean; 2 decimals of %), so
+    float noise in a constant cell reads as 0 and the two numbers line up."""
+    if not np.isfinite(mean):
+        return "-"
+    if metric == "error":
+        decimals = 2
+    else:
+        decimals = 3 if mean == 0 else max(0, 3 - int(np.floor(np.log10(abs(mean)))))
+    return f"{mean:.{decimals}f} ± {abs(std):.{decimals}f}"
+
+
 def _order(values: Sequence[str], preferred: Optional[Sequence[str]]) -> List[str]:
     seen = list(dict.fromkeys(values))
     if not preferred:
@@ -92,7 +104,7 @@ def markdown_table(table: Dict, metric: str, with_paper: bool = True) -> str:
                 parts.append("-")
                 continue
             values = np.array(list(seeds.values()))
-            text = f"{_fmt(values.mean(), metric)} ± {_fmt(values.std(ddof=1) if len(values) > 1 else 0.0, metric)}"
+            text = _fmt_cell(values.mean(), values.std(ddof=1) if len(values) > 1 else 0.0, metric)
             if np.isclose(values.mean(), best[d]):
                 text = f"**{text}**"
             if len(values) < max(len(cells[x].get(d, {})) for x in methods):
