@@ -330,8 +330,14 @@ def _set_memory_limit(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _worker_main(conn, build, splits, task, n_classes, seed, memory_limit_mb) -> None:
-    """Worker loop: announce readiness, then serve ``(task id, config)`` until told to stop or orphaned."""
+def _worker_main(conn) -> None:
+    """Worker loop: take the data, announce readiness, then serve ``(task id, config)`` until told to stop or
+    orphaned."""
+    try:
+        build, splits, task, n_classes, seed, memory_limit_mb = conn.recv()
+    except (EOFError, OSError):  # the parent is gone
+        conn.close()
+        return
     if memory_limit_mb:
         _set_memory_limit(memory_limit_mb)
     try:
@@ -430,7 +436,7 @@ class _Worker:
 
     def __init__(self, ctx, args, threads: Optional[int] = None):
         parent_conn, child_conn = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker_main, args=(child_conn,) + args, name="optdiv-evaluator")
+        self.proc = ctx.Process(target=_worker_main, args=(child_conn,), name="optdiv-evaluator")
         with _thread_limit_environment(threads):
             self.proc.start()
         _LIVE_WORKERS.add(self)
@@ -438,6 +444,12 @@ class _Worker:
         self.conn = parent_conn
         self.ready = False
         self.busy = False  # a task was sent and its answer not yet received
+        # The data go over the pipe, not in the start payload: a spawned child that dies before reading a start
+        # payload larger than the OS pipe buffer (an unguarded main script) would block start() forever.
+        try:
+            parent_conn.send(args)
+        except (BrokenPipeError, EOFError, OSError):
+            pass  # the worker died while starting; receive() reports it
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.is_alive()
@@ -568,7 +580,14 @@ class Evaluator:
         self.close()
 
     def evaluate(self, config: dict, index: int) -> Observation:
-        """Fit ``config`` and return its :class:`Observation`; never raises for a failing model."""
+        """Fit ``config`` and return its :class:`Observation`; never raises for a failing model.
+
+        Raises RuntimeError when called while this process is itself being spawned (a script without an
+        ``if __name__ == "__main__"`` guard, re-run by a worker's start-up): every evaluation would fail, and a
+        store would fill with failures instead of the script stopping."""
+        if getattr(multiprocessing.current_process(), "_inheriting", False):
+            raise RuntimeError("optdiv evaluated a configuration while this process was being started by "
+                               "multiprocessing: guard the script's entry point with if __name__ == '__main__':")
         config = dict(config)
         started = time.perf_counter()
         try:

@@ -180,3 +180,31 @@ def test_worker_runs_with_the_thread_cap():
     with _thread_limit_environment(1):
         assert all(os.environ[name] == "1" for name in THREAD_VARIABLES)
     assert {name: os.environ.get(name) for name in THREAD_VARIABLES} == before
+
+
+def test_an_unguarded_script_stops_with_a_hint_instead_of_hanging(tmp_path):
+    """A script without ``if __name__ == "__main__"`` is re-run by the worker's spawn start-up. The data (over
+    the OS pipe buffer) must not ride in the start payload, or start() blocks forever once that child dies;
+    and the child must stop at its first evaluation instead of running the whole script with failures."""
+    import os
+    import subprocess
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {os.path.dirname(builders.__file__)!r})\n"
+        "import builders\n"
+        "from optdiv.cash.data import load_dataset, split\n"
+        "from optdiv.cash.evaluator import Evaluator\n"
+        "splits = split(load_dataset('sklearn:breast_cancer'), seed=0)\n"
+        "ev = Evaluator(builders.logreg, splits, 'classification', 'log_loss', n_classes=2, time_limit=60)\n"
+        "obs = ev.evaluate({'C': 1.0}, index=0)\n"
+        "print('STATUS', obs.status, obs.error, flush=True)\n"
+        "ev.close()\n")
+    assert split(load_dataset("sklearn:breast_cancer"), seed=0).X_train.to_numpy().nbytes > 65536  # over a pipe buffer
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    statuses = [line for line in done.stdout.splitlines() if line.startswith("STATUS")]
+    assert len(statuses) == 1 and statuses[0].startswith("STATUS failed")  # the parent's line only
+    assert "if __name__ == '__main__'" in statuses[0]
+    assert "guard the script's entry point" in done.stderr
