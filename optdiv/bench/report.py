@@ -268,14 +268,22 @@ def algorithm_spread(suggested: Sequence[str], ensemble: Sequence[str]) -> tuple
     return Counter(suggested).most_common(1)[0][1] / len(suggested), len(set(ensemble))
 
 
-def spread_line(directory: Path, rows: List[Dict], methods: Sequence[str]) -> str:
-    """Per method, the mean algorithm spread over its runs (from each run's result.json); "" without results."""
-    shares, distinct = defaultdict(list), defaultdict(list)
+def read_run_results(directory: Path, rows: List[Dict]) -> List[Optional[Dict]]:
+    """Each row's result.json, parsed once per report (None where the run left none); parallel to ``rows``."""
+    results = []
     for r in rows:
         path = run_dir(directory, r["dataset"], r["metric"], r["method"], r["seed"]) / "result.json"
-        if not path.exists():
+        results.append(json.loads(path.read_text()) if path.exists() else None)
+    return results
+
+
+def spread_line(rows: List[Dict], results: Sequence[Optional[Dict]], methods: Sequence[str]) -> str:
+    """Per method, the mean algorithm spread over its runs (``results``: their result.json, parallel to ``rows``);
+    "" without results."""
+    shares, distinct = defaultdict(list), defaultdict(list)
+    for r, result in zip(rows, results):
+        if result is None:
             continue
-        result = json.loads(path.read_text())
         share, count = algorithm_spread(result.get("suggested_algorithms") or [], result.get("algorithms") or [])
         shares[r["method"]].append(share)
         distinct[r["method"]].append(count)
@@ -284,15 +292,6 @@ def spread_line(directory: Path, rows: List[Dict], methods: Sequence[str]) -> st
     return ("Algorithm spread (mean over runs): share of the evaluations on the most-evaluated algorithm / distinct "
             "algorithms in the final ensemble: " + ", ".join(
                 f"{m} {np.nanmean(shares[m]):.2f} / {np.mean(distinct[m]):.1f}" for m in methods if shares[m]))
-
-
-def run_provenance(directory: Path, rows: List[Dict]) -> List[str]:
-    """The report's provenance lines, from what each run's result.json recorded (optdiv.bench.provenance)."""
-    records = []
-    for r in rows:
-        path = run_dir(directory, r["dataset"], r["metric"], r["method"], r["seed"]) / "result.json"
-        records.append(json.loads(path.read_text()).get("provenance") if path.exists() else None)
-    return provenance_lines(records, [r["dataset"] for r in rows])
 
 
 def rows_at(traces: Dict, iteration: int) -> List[Dict]:
@@ -330,7 +329,9 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
         "seeds vary the search only)" if "replay" in modes else " (real evaluations; seeds vary split and search)"))
     out.append(f"Budget: {settings.get('budget', '?')} evaluations; space: {settings.get('space', '?')}; "
                f"runs: {len(rows)}; seeds: {len({r['seed'] for r in rows})}.")
-    out += [""] + [line for provenance in run_provenance(directory, rows) for line in (provenance, "")]
+    results = read_run_results(directory, rows)
+    provenance = provenance_lines([(result or {}).get("provenance") for result in results], [r["dataset"] for r in rows])
+    out += [""] + [text for line in provenance for text in (line, "")]
     out.append("Cells: mean ± std over seeds of the test loss of each method's final model; **bold** = best mean; "
                "[paper X] = the published mean for the same dataset and method (different implementation, "
                "machine and, for replay, a restricted candidate set: compare ranks, not decimals). "
@@ -354,7 +355,8 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
                 seconds[r["method"]].append(r["optimizer_seconds"] / max(1, int(r["n_evaluations"])))
         out += ["Suggestion time per evaluation (s, mean over runs): " + ", ".join(
             f"{m} {np.mean(seconds[m]):.3f}" for m in table["methods"] if seconds[m]), ""]
-        spread = spread_line(directory, [r for r in rows if r["metric"] == metric], table["methods"])
+        picked = [i for i, r in enumerate(rows) if r["metric"] == metric]
+        spread = spread_line([rows[i] for i in picked], [results[i] for i in picked], table["methods"])
         if spread:
             out += [spread, ""]
     traces = read_traces(directory) if (figures or at) else {}
