@@ -334,13 +334,12 @@ def _worker_main(conn) -> None:
     """Worker loop: take the data, announce readiness, then serve ``(task id, config)`` until told to stop or
     orphaned."""
     try:
-        build, splits, task, n_classes, seed, memory_limit_mb = conn.recv()
-    except (EOFError, OSError):  # the parent is gone
-        conn.close()
-        return
-    if memory_limit_mb:
-        _set_memory_limit(memory_limit_mb)
-    try:
+        try:
+            build, splits, task, n_classes, seed, memory_limit_mb = conn.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return
+        if memory_limit_mb:
+            _set_memory_limit(memory_limit_mb)
         conn.send(("ready", os.getpid()))
         while True:
             try:
