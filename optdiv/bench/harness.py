@@ -319,7 +319,10 @@ def run_unit(unit: Dict) -> List[Dict]:
         from optdiv.cash.data import load_dataset, split
         from optdiv.cash.store import RunStore
 
+        from optdiv.bench.provenance import dataset_digest
+
         dataset = load_dataset(ref.spec)
+        provenance["data_digest"] = dataset_digest(dataset)
         splits = split(dataset, seed=seed)
         store = RunStore(out / "search" / ref.name / metric / unit["group"] / f"seed-{seed}")
         meta = {"method_group": unit["group"], "seed": seed, "space": unit["space"], "time_limit": unit["time_limit"]}

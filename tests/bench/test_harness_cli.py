@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from optdiv.bench.library import load_library
-from optdiv.bench.provenance import environment, library_digest
+from optdiv.bench.provenance import dataset_digest, environment, library_digest
+from optdiv.cash.data import load_dataset
 from optdiv.cli import main
 
 
@@ -102,6 +103,12 @@ def test_live_bench_runs_regression_under_both_metrics(small_csvs, tmp_path):
     assert all(float(r["test_error"]) > 0 for r in rows)
     # the live search is stored, so an interrupted bench resumes it instead of refitting
     assert (out / "search" / "tinydiabetes" / "mse" / "rs" / "seed-0" / "observations.jsonl").exists()
+    result = json.loads((out / "runs" / "tinydiabetes" / "mae" / "rs-es" / "seed-0" / "result.json").read_text())
+    digest = dataset_digest(load_dataset(str(small_csvs / "tinydiabetes.csv")))
+    assert result["provenance"]["data_digest"] == digest and "library_digest" not in result["provenance"]
+    assert main(["report", str(out), "--no-figures"]) == 0
+    assert f"Dataset digest per live dataset (one file content each): tinydiabetes {digest}." in (
+        out / "report.md").read_text()
 
 
 def test_bench_rejects_unknown_methods_and_bad_seeds(small_csvs, tmp_path):
