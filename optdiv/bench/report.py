@@ -23,7 +23,7 @@ import numpy as np
 from optdiv.bench.layout import run_dir
 from optdiv.bench.paper import paper_cell
 from optdiv.bench.provenance import provenance_lines
-from optdiv.bench.stats import average_ranks, better_same_worse, lower_tie_higher, paired_p
+from optdiv.bench.stats import average_ranks, better_same_worse, lower_tie_higher, paired_p, strictly_lower
 
 METRIC_TITLES = {"error": "Classification test error (%)", "mse": "Regression test MSE", "mae": "Regression test MAE"}
 FOCUS_METHODS = ("bo-es", "rb-es", "divbo", "optdivbo")
@@ -139,6 +139,52 @@ def wilcoxon_table(table: Dict, reference: str, alpha: float = 0.05) -> str:
         p_values = ", ".join(f"{d} {paired_p(*both):.3f}" for d, both in paired.items())
         lines.append(f"| {m} | {b} | {s} | {w} | {len(paired)} | {pairs[0]} / {pairs[1]} / {pairs[2]} | {p_values} |")
     return "\n".join(lines)
+
+
+def transfer_table(val_table: Dict, test_table: Dict, reference: str) -> str:
+    """Whether the reference's lower validation loss carries over to test, pair by pair, against each method.
+
+    A search that optimises the ensemble's validation loss can win there and not on test (a small validation
+    split fitted by ensemble selection); this separates "the search failed" from "its gain did not transfer".
+    """
+    methods, datasets = test_table["methods"], test_table["datasets"]
+    vals, tests = val_table["cells"], test_table["cells"]
+    if reference not in methods:
+        return f"(no runs of the reference method {reference!r})"
+    lines = [f"| {reference} vs | validation lower / tie / higher | test lower / tie / higher | "
+             "lower on validation and on test |", "|---|---|---|---|"]
+    for m in methods:
+        if m == reference:
+            continue
+        val_counts, test_counts, both = np.zeros(3, int), np.zeros(3, int), 0
+        for d in datasets:
+            common = sorted(set(tests[reference].get(d, {})) & set(tests[m].get(d, {})))
+            if not common:
+                continue
+            ours_val = np.array([vals[reference][d][s] for s in common])
+            theirs_val = np.array([vals[m][d][s] for s in common])
+            ours_test = np.array([tests[reference][d][s] for s in common])
+            theirs_test = np.array([tests[m][d][s] for s in common])
+            val_counts += lower_tie_higher(ours_val, theirs_val)
+            test_counts += lower_tie_higher(ours_test, theirs_test)
+            both += int(np.sum(strictly_lower(ours_val, theirs_val) & strictly_lower(ours_test, theirs_test)))
+        lines.append(f"| {m} | {' / '.join(map(str, val_counts))} | {' / '.join(map(str, test_counts))} | "
+                     f"{both} of {val_counts[0]} |")
+    return "\n".join(lines)
+
+
+def validation_test_correlation(val_table: Dict, test_table: Dict) -> Dict[str, float]:
+    """Per dataset, Pearson r between the methods' mean validation and mean test loss (NaN under 3 methods)."""
+    found = {}
+    for d in test_table["datasets"]:
+        pairs = [(np.mean(list(val_table["cells"][m][d].values())), np.mean(list(test_table["cells"][m][d].values())))
+                 for m in test_table["methods"] if test_table["cells"][m].get(d) and val_table["cells"][m].get(d)]
+        if len(pairs) < 3:
+            found[d] = float("nan")
+            continue
+        v, t = np.array(pairs).T
+        found[d] = float(np.corrcoef(v, t)[0, 1]) if v.std() > 0 and t.std() > 0 else float("nan")
+    return found
 
 
 def read_traces(directory: Path) -> Dict:
@@ -349,6 +395,12 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
         val_table = results_table(rows, metric, methods, value="val_error")
         out += ["Validation loss of the final model (same units; the search saw these):", "",
                 markdown_table(val_table, metric, with_paper=False), ""]
+        correlation = validation_test_correlation(val_table, table)
+        out += [f"Validation against test: (dataset, seed) pairs where {reference}'s final model has the lower / "
+                "equal / higher loss, on validation and on test, and how many of its validation wins are also test "
+                "wins. Across methods, Pearson r of mean validation and mean test loss per dataset: " + ", ".join(
+                    f"{d} {r:+.2f}" for d, r in correlation.items()) + ".", "",
+                transfer_table(val_table, table, reference), ""]
         seconds = defaultdict(list)
         for r in rows:
             if r["metric"] == metric:

@@ -52,6 +52,12 @@ def paired_p(ours: Sequence[float], theirs: Sequence[float]) -> float:
     return float(wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
 
 
+def strictly_lower(ours: Sequence[float], theirs: Sequence[float]) -> np.ndarray:
+    """Per pair: ``ours`` below ``theirs`` by more than float noise."""
+    a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
+    return (a < b) & ~_ties(a, b)
+
+
 def lower_tie_higher(ours: Sequence[float], theirs: Sequence[float]) -> Tuple[int, int, int]:
     """How many pairs ``ours`` is below, equal to, and above ``theirs``."""
     a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)

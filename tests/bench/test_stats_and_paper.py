@@ -104,3 +104,27 @@ def test_cells_print_the_std_at_the_means_decimals():
     assert _fmt_cell(0.0, 0.0, "mse") == "0.000 ± 0.000"
     assert _fmt_cell(43.5612, 0.804, "error") == "43.56 ± 0.80"
     assert _fmt_cell(float("nan"), 0.0, "mse") == "-"
+
+
+def test_transfer_table_and_validation_test_correlation_by_hand():
+    from optdiv.bench.report import transfer_table, validation_test_correlation
+
+    def table(cells):
+        return {"methods": ["ref", "a", "b"], "datasets": ["d1", "d2"], "cells": cells}
+
+    # seeds 0-2 on d1, seed 0 on d2; against a, ref is lower on validation in 3 of 4 pairs but on test in only 1 of them
+    val = table({"ref": {"d1": {0: 1.0, 1: 1.0, 2: 3.0}, "d2": {0: 1.0}},
+                 "a": {"d1": {0: 2.0, 1: 2.0, 2: 2.0}, "d2": {0: 2.0}},
+                 "b": {"d1": {0: 1.0, 1: 5.0, 2: 5.0}, "d2": {0: 5.0}}})
+    test = table({"ref": {"d1": {0: 9.0, 1: 1.0, 2: 1.0}, "d2": {0: 7.0}},
+                  "a": {"d1": {0: 2.0, 1: 2.0, 2: 2.0}, "d2": {0: 2.0}},
+                  "b": {"d1": {0: 9.0, 1: 9.0, 2: 9.0}, "d2": {0: 9.0}}})
+    lines = transfer_table(val, test, "ref").splitlines()
+    assert lines[2] == "| a | 3 / 0 / 1 | 2 / 0 / 2 | 1 of 3 |"
+    assert lines[3] == "| b | 3 / 1 / 0 | 3 / 1 / 0 | 3 of 3 |"
+    assert transfer_table(val, test, "nobody").startswith("(no runs")
+
+    r = validation_test_correlation(val, test)
+    means_val, means_test = [5 / 3, 2.0, 11 / 3], [11 / 3, 2.0, 9.0]
+    assert r["d1"] == pytest.approx(np.corrcoef(means_val, means_test)[0, 1])
+    assert r["d2"] == pytest.approx(np.corrcoef([1.0, 2.0, 5.0], [7.0, 2.0, 9.0])[0, 1])
