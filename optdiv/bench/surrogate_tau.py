@@ -6,10 +6,11 @@ pairs of held-out configurations (and on held-out x training pairs). The configu
 run (resumable: the run store under ``--out`` keeps them) or, with ``--library N``, from a replay library already
 built by ``optdiv bench`` (no fitting; ``--repeats R`` then also draws R - 1 random train / held-out partitions,
 so one lucky order does not decide the figure). ``--kind`` takes several diversity kinds at once: ``divbo`` is
-DivBO's, ``auto`` OptDivBO's for the metric.
+DivBO's, ``auto`` OptDivBO's for the metric; ``--target raw,rank`` compares the surrogate's two training targets.
 
     python -m optdiv.bench.surrogate_tau --data PATH/quake.csv --out .cache/tau/quake
-    python -m optdiv.bench.surrogate_tau --data PATH/quake.csv --library 300 --kind divbo,auto --repeats 5
+    python -m optdiv.bench.surrogate_tau --data PATH/quake.csv --library 300 --kind divbo,auto --target raw,rank \
+        --repeats 5
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 from scipy.stats import kendalltau
@@ -27,7 +28,7 @@ from optdiv.core.surrogates import DiversitySurrogate
 
 
 def tau_of_predictions(encoded: np.ndarray, val_preds: np.ndarray, y_val: np.ndarray, kind: str, n_train: int,
-                       n_test_pairs: int = 50, seed: int = 0) -> Dict[str, float]:
+                       n_test_pairs: int = 50, seed: int = 0, target: str = "raw") -> Dict[str, float]:
     """Kendall tau of the surrogate fit on the first ``n_train`` rows' pairwise diversity, on the rest.
 
     ``encoded`` (m, d) and ``val_preds`` (m, n_val[, k]) hold successful configurations only, in the order that
@@ -38,7 +39,7 @@ def tau_of_predictions(encoded: np.ndarray, val_preds: np.ndarray, y_val: np.nda
         raise ValueError(f"only {m} successful configurations; need more than {n_train + 1}")
     D = pairwise_diversity(val_preds, y_val, kind)
     train, test = np.arange(n_train), np.arange(n_train, m)
-    surrogate = DiversitySurrogate(seed=seed).fit(encoded[train], D[np.ix_(train, train)])
+    surrogate = DiversitySurrogate(seed=seed, target=target).fit(encoded[train], D[np.ix_(train, train)])
     rng = np.random.default_rng(seed)
     ii, jj = np.triu_indices(len(test), 1)
     pick = rng.choice(len(ii), size=min(n_test_pairs, len(ii)), replace=False)
@@ -54,8 +55,8 @@ def tau_of_predictions(encoded: np.ndarray, val_preds: np.ndarray, y_val: np.nda
     }
 
 
-def _summarise(kind: str, runs: List[Dict[str, float]]) -> Dict:
-    summary: Dict = {"kind": kind, "repeats": len(runs)}
+def _summarise(kind: str, target: str, runs: List[Dict[str, float]]) -> Dict:
+    summary: Dict = {"kind": kind, "target": target, "repeats": len(runs)}
     for key in ("kendall_tau_heldout_pairs", "kendall_tau_all_heldout_pairs", "kendall_tau_heldout_x_train"):
         values = np.array([run[key] for run in runs])
         summary[key] = float(values.mean())
@@ -67,8 +68,8 @@ def _summarise(kind: str, runs: List[Dict[str, float]]) -> Dict:
 
 
 def library_tau(library, kinds: List[str], metric: Optional[str] = None, n_train: int = 250, n_test_pairs: int = 50,
-                repeats: int = 1, seed: int = 0) -> Dict:
-    """Tau per diversity kind over a replay library's successful members.
+                repeats: int = 1, seed: int = 0, targets: Sequence[str] = ("raw",)) -> Dict:
+    """Tau per diversity kind and surrogate target over a replay library's successful members.
 
     Repeat 0 trains on the first ``n_train`` successful members in library order (the live protocol); repeat r > 0
     on a random partition drawn from ``seed + r``.
@@ -81,12 +82,13 @@ def library_tau(library, kinds: List[str], metric: Optional[str] = None, n_train
     results = []
     for kind in kinds:
         resolved = kind_for_metric(metric) if kind == "auto" else kind
-        runs = []
-        for r in range(repeats):
-            order = np.arange(len(ok)) if r == 0 else np.random.default_rng(seed + r).permutation(len(ok))
-            runs.append(tau_of_predictions(encoded[order], preds[order], library.y_val, resolved, n_train,
-                                           n_test_pairs, seed=seed + r))
-        results.append(_summarise(resolved, runs))
+        for target in targets:
+            runs = []
+            for r in range(repeats):
+                order = np.arange(len(ok)) if r == 0 else np.random.default_rng(seed + r).permutation(len(ok))
+                runs.append(tau_of_predictions(encoded[order], preds[order], library.y_val, resolved, n_train,
+                                               n_test_pairs, seed=seed + r, target=target))
+            results.append(_summarise(resolved, target, runs))
     return {"dataset": library.name, "metric": metric, "library_size": len(library), "n_successful": int(len(ok)),
             "n_train": n_train, "kinds": results}
 
@@ -137,6 +139,8 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=1, help="with --library: train / held-out partitions")
     parser.add_argument("--kind", default="divbo", help="diversity kind(s), comma-separated; 'auto' is the "
                                                         "metric's OptDiv kind (live mode: one kind)")
+    parser.add_argument("--target", default="raw", help="with --library: the surrogate's training target(s), "
+                                                        "comma-separated: raw, rank")
     parser.add_argument("--space", default="autosklearn")
     parser.add_argument("--n-configs", type=int, default=300)
     parser.add_argument("--n-train", type=int, default=250)
@@ -148,7 +152,7 @@ def main(argv=None) -> None:
 
         library = load_library(args.data, args.cache, args.library, 0, args.space)
         report = library_tau(library, args.kind.split(","), args.metric, args.n_train, repeats=args.repeats,
-                             seed=args.seed)
+                             seed=args.seed, targets=args.target.split(","))
     else:
         if not args.out:
             parser.error("--out is required without --library")

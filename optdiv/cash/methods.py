@@ -24,9 +24,9 @@ from optdiv.cash.optimizers import Optimizer
 
 FINALS = ("single", "ensemble", "own", "bagging", "stacking")
 #: Method options that change the search itself (the rest, e.g. ``builder``, change only the final model).
-SEARCH_OPTIONS = ("fixed_weight", "beta", "pool_builder", "contest", "inner")
+SEARCH_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", "contest", "inner")
 #: Of those, the ones the diversity selector takes.
-SELECTOR_OPTIONS = ("fixed_weight", "beta", "pool_builder")
+SELECTOR_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target")
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,10 @@ METHODS: Dict[str, MethodSpec] = {
         _spec("divbo-stacking", "divbo", "stacking", "DivBO's search, meta-model over the 5 best (Table 9)"),
         _spec("optdivbo-", "optdivbo", "single", "OptDivBO's search, best single model"),
         _spec("optdivbo", "optdivbo", "ensemble", "OptDivBO: optimal-diversity BO + ensemble selection"),
+        _spec("optdivbo-rank", "optdivbo", "ensemble", "OptDivBO whose diversity surrogate fits pair ranks, not raw "
+              "diversity (robust to wild regression predictions)", diversity_target="rank"),
+        _spec("divbo-rank", "divbo", "ensemble", "DivBO whose diversity surrogate fits pair ranks",
+              diversity_target="rank"),
         _spec("dac-hb", "dac", "single", "DACOpt: BO per algorithm group, highest-performance contest (eta 3)",
               contest="highest", inner="bo"),
         _spec("dac-hb-es", "dac", "ensemble", "DAC-HB + post-hoc ensemble selection", contest="highest", inner="bo"),

@@ -92,7 +92,8 @@ class DiversityAwareSelector:
     the metric's own bound for OptDivBO. Any kind works with either method; the kind's direction decides
     the details (see optdiv.core.acquisition). ``metric``: the task metric, which also sets the pool's
     loss (see ``POOL_LOSS``; a regression metric must be mse, rmse or mae). ``n_members`` and
-    ``max_pairs`` configure the DiversitySurrogate. ``seed`` (non-negative) fixes the pool's
+    ``max_pairs`` configure the DiversitySurrogate, and ``diversity_target`` its target (``"raw"``, the
+    papers' form, or ``"rank"``; see DiversitySurrogate). ``seed`` (non-negative) fixes the pool's
     tie-breaks, the surrogate and DivBO's draws.
 
     Fitted state, for hosts that report it: ``pool_`` (Pool), ``diversity_`` ((t, t) matrix),
@@ -114,6 +115,7 @@ class DiversityAwareSelector:
         n_samples: int = 20,
         seed: int = 0,
         fixed_weight: Optional[float] = None,
+        diversity_target: str = "raw",
     ):
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
@@ -126,6 +128,9 @@ class DiversityAwareSelector:
             raise ValueError("ensemble_size and n_samples must be at least 1")
         if int(seed) < 0:
             raise ValueError("seed must be a non-negative integer")
+        if diversity_target not in DiversitySurrogate.TARGETS:
+            raise ValueError(f"unknown diversity target {diversity_target!r}; choose one of "
+                             f"{', '.join(DiversitySurrogate.TARGETS)}")
         if fixed_weight is not None and not (np.isfinite(fixed_weight) and fixed_weight >= 0):
             raise ValueError(f"fixed_weight must be a finite number >= 0; got {fixed_weight!r}")
         self.method, self.metric, self.kind = method, metric, kind
@@ -134,6 +139,7 @@ class DiversityAwareSelector:
         self.kappa, self.beta, self.tau = float(kappa), float(beta), float(tau)
         self.n_samples, self.seed = int(n_samples), int(seed)
         self.fixed_weight = None if fixed_weight is None else float(fixed_weight)
+        self.diversity_target = diversity_target
 
         self.pool_: Optional[Pool] = None
         self.diversity_: Optional[np.ndarray] = None  # (t, t) pairwise diversity of the observations
@@ -198,7 +204,8 @@ class DiversityAwareSelector:
                 diversity = np.asarray(diversity_in, dtype=np.float64)
                 if diversity.shape != (X.shape[0], X.shape[0]):
                     raise ValueError(f"diversity must be ({X.shape[0]}, {X.shape[0]}); got {diversity.shape}")
-            surrogate = DiversitySurrogate(self.n_members, self.max_pairs, seed=self.seed).fit(X, diversity)
+            surrogate = DiversitySurrogate(self.n_members, self.max_pairs, seed=self.seed,
+                                           target=self.diversity_target).fit(X, diversity)
         # assigned together, so a failed fit leaves the previous state whole
         self.pool_, self.diversity_, self.surrogate_, self.observations_ = pool, diversity, surrogate, X
         self._fingerprint = fingerprint

@@ -183,6 +183,22 @@ def test_deterministic_with_a_seed(method):
     assert not np.array_equal(a.div_acquisition, c.div_acquisition)
 
 
+def test_rank_diversity_target_reaches_the_surrogate_and_changes_only_the_diversity_scale():
+    rng = np.random.default_rng(9)
+    X, P, y = _classification(rng)
+    C, ei = _candidates(rng), rng.random(200)
+    raw = DiversityAwareSelector(seed=3).select(C, ei, X, P, y)
+    ranked_selector = DiversityAwareSelector(seed=3, diversity_target="rank")
+    ranked = ranked_selector.select(C, ei, X, P, y)
+    assert ranked_selector.surrogate_.target == "rank"
+    np.testing.assert_array_equal(ranked.perf_rank, raw.perf_rank)
+    assert not np.array_equal(ranked.div_acquisition, raw.div_acquisition)
+    # the multiplicity-weighted sum of (0, 1) ranks, minus kappa * spread, stays below the pool's size
+    assert np.all(ranked.div_acquisition < ranked.pool_weights.sum()) and ranked.pool_weights.sum() == 25
+    with pytest.raises(ValueError, match="unknown diversity target"):
+        DiversityAwareSelector(diversity_target="quantile")
+
+
 def test_default_kinds_and_pool_losses():
     assert DiversityAwareSelector(method="divbo", metric="mse").kind == "divbo"
     assert DiversityAwareSelector(metric="error").kind == "zero_one"

@@ -173,6 +173,42 @@ def test_learns_a_distance_on_held_out_pairs():
     assert spearmanr(mean[iu], np.abs(x_test - x_test.T)[iu])[0] > 0.8
 
 
+def test_rank_target_ranks_held_out_pairs_despite_a_few_wild_configurations():
+    # diversity grows with the gap in x, but 3 of 60 training configurations (a model that predicts 1e6 on
+    # a target of scale 1) put every pair they are in at 1e12: squared error on raw values fits those pairs
+    rng = np.random.default_rng(11)
+    x_train, x_test = rng.random((60, 2)), rng.random((30, 2))
+    D = _abs_gap(x_train)
+    wild = np.zeros(60, dtype=bool)
+    wild[[5, 17, 42]] = True
+    D[wild, :] = D[:, wild] = 1e12
+    np.fill_diagonal(D, 0.0)
+    iu = np.triu_indices(30, 1)
+    truth = _abs_gap(x_test)[iu]
+    tau = {}
+    for target in ("raw", "rank"):
+        mean, std = DiversitySurrogate(seed=0, target=target).fit(x_train, D).predict(x_test, x_test)
+        tau[target] = spearmanr(mean[iu], truth)[0]
+        if target == "rank":
+            assert mean.min() > 0 and mean.max() < 1  # the (0, 1) rank scale
+    assert tau["rank"] > 0.6 and tau["rank"] > tau["raw"] + 0.2, tau  # measured: 0.93 against -0.27
+
+
+def test_rank_target_is_the_raw_fit_of_the_pair_ranks():
+    rng = np.random.default_rng(12)
+    X = rng.random((12, 3))
+    D = np.exp(10 * _abs_gap(X))
+    iu = np.triu_indices(12, 1)
+    ranks = np.zeros_like(D)
+    ranks[iu] = (np.argsort(np.argsort(D[iu])) + 0.5) / len(iu[0])
+    ranks += ranks.T
+    by_rank = DiversitySurrogate(seed=3, target="rank").fit(X, D).member_predictions(X, X)
+    np.testing.assert_allclose(by_rank, DiversitySurrogate(seed=3).fit(X, ranks).member_predictions(X, X))
+    assert DiversitySurrogate().target == "raw"
+    with pytest.raises(ValueError, match="unknown diversity target 'log'"):
+        DiversitySurrogate(target="log")
+
+
 def test_small_data_gives_non_constant_trees():
     rng = np.random.default_rng(7)
     x = rng.random((6, 1))  # 15 pairs, far below LightGBM's default min_data_in_leaf of 20
