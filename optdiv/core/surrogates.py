@@ -127,10 +127,11 @@ class DiversitySurrogate:
     ranks among the training pairs, scaled to (0, 1), so predictions are on that scale. Regression
     diversity spans many orders of magnitude (one configuration predicting 1e4 on a target in [0, 50]
     makes every pair it is in 1e8 or more), and squared error on raw values spends the trees on those
-    few pairs: over 300-member auto-sklearn-space libraries, Kendall's tau of held-out pairs rose from
-    0.03-0.40 (raw) to 0.32-0.57 (rank) on space_ga, bodyfat and wine_quality and did not drop on quake
-    or wind (``python -m optdiv.bench.surrogate_tau --library 300 --target raw,rank``). The acquisitions
-    only rank candidates, so the scale does not matter to them.
+    few pairs: over 300-member auto-sklearn-space libraries, Kendall's tau of OptDivBO's diversity on
+    held-out pairs rose from 0.03-0.39 (raw) to 0.31-0.56 (rank) on space_ga, bodyfat and wine_quality (mse
+    and mae) and did not drop on quake or wind (``python -m optdiv.bench.surrogate_tau --library 300
+    --target raw,rank``; docs/results.md). The acquisitions only rank candidates, so the scale does not
+    matter to them.
     """
 
     TARGETS = ("raw", "rank")
