@@ -295,7 +295,7 @@ def _library_digest(spec: str, cache: str, size: int, space: str) -> str:
 
 def run_unit(unit: Dict) -> List[Dict]:
     """Run one search and write result.json + trace.csv for each of its methods; returns their rows."""
-    from optdiv.bench.provenance import environment
+    from optdiv.bench.provenance import dataset_digest, environment
     from optdiv.bench.trace import search_trace
     from optdiv.cash.engine import search
     from optdiv.cash.methods import make_strategy
@@ -318,8 +318,6 @@ def run_unit(unit: Dict) -> List[Dict]:
     else:
         from optdiv.cash.data import load_dataset, split
         from optdiv.cash.store import RunStore
-
-        from optdiv.bench.provenance import dataset_digest
 
         dataset = load_dataset(ref.spec)
         provenance["data_digest"] = dataset_digest(dataset)

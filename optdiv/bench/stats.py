@@ -62,7 +62,7 @@ def lower_tie_higher(ours: Sequence[float], theirs: Sequence[float]) -> Tuple[in
     """How many pairs ``ours`` is below, equal to, and above ``theirs``."""
     a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
     tie = _ties(a, b)
-    return int(np.sum((a < b) & ~tie)), int(np.sum(tie)), int(np.sum((a > b) & ~tie))
+    return int(np.sum(strictly_lower(a, b))), int(np.sum(tie)), int(np.sum((a > b) & ~tie))
 
 
 def better_same_worse(per_dataset: Dict[str, Tuple[Sequence[float], Sequence[float]]],
