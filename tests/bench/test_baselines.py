@@ -97,6 +97,26 @@ def test_eo_slot_renewal_never_makes_the_ensemble_worse(cls_library):
     assert all(b <= a + 1e-12 for a, b in zip(losses, losses[1:]))
 
 
+def test_eo_does_not_stay_on_a_confident_constant_first_model():
+    # The first success predicts class 1 with probability 1 on every row (as a degenerate pipeline can):
+    # while it dominates the average every replacement ties, and taking the earliest tied model used to
+    # fill all 12 slots with it for good. Ties now go to the model that is best on its own.
+    y = np.array([0, 1] * 20)
+    constant = np.tile([0.0, 1.0], (40, 1))
+    good = np.where(y[:, None] == 1, [0.2, 0.8], [0.8, 0.2])
+    decent = np.where(np.arange(40)[:, None] % 4 == 0, good[:, ::-1], good)  # wrong on every 4th row
+    history = [Observation({"x": 0}, "ok", 0.5, val_pred=constant, index=0)]
+    history += [Observation({"x": i}, "ok", 0.0, val_pred=(good if i % 2 else decent), index=i) for i in range(1, 30)]
+    eo = EnsembleOptimization(space=None, metric="error", candidates=_Arms(), ensemble_size=12)
+    members = eo.ensemble(history, y)
+    assert 0 not in members
+    pred = np.mean([history[m].val_pred for m in members], axis=0)
+    assert np.mean(pred.argmax(axis=1) != y) == 0.0
+    # while growing, the second slot already goes to the best model on its own (a perfect one), not to model 0
+    assert eo.ensemble(history[:2], y) == [0, 1]
+    assert eo.ensemble(history[:4], y) == [0, 1, 1, 1]
+
+
 def test_nes_starts_random_then_mutates_ensemble_members(cls_library):
     from optdiv.cash.baselines.evolution import RegularisedEvolutionEnsemble
     from optdiv.bench.replay import LibraryEvaluator

@@ -79,6 +79,7 @@ def test_nan_predictions_fail(worker):
 
 
 def test_timeout_then_next_evaluation_works(worker):
+    assert worker.evaluate({"algorithm": "logreg"}, index=20).status == "ok"  # a live worker, whatever ran before
     starts = worker.worker_starts
     worker.time_limit = 2.0
     try:
@@ -96,6 +97,7 @@ def test_timeout_then_next_evaluation_works(worker):
 
 
 def test_worker_crash_is_a_failed_observation(worker):
+    assert worker.evaluate({"algorithm": "majority"}, index=21).ok  # a live worker, whatever ran before
     starts = worker.worker_starts
     obs = worker.evaluate({"algorithm": "exit"}, index=6)
     _failed(obs)

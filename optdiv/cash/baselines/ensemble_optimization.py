@@ -77,13 +77,28 @@ class EnsembleOptimization:
             return members  # a failed run changes nothing
         slot = self._next_slot(history[:-1], members)
         scores = self._scores(history, members, y_val, slot)
-        pick = int(np.argmin(scores))
+        pick = self._best_of_ties(history, scores, y_val)
         out = list(members)
         if slot < len(out):
             out[slot] = pick
         else:
             out.append(pick)
         return out
+
+    def _best_of_ties(self, history: Sequence, scores: np.ndarray, y_val) -> int:
+        """The lowest score; among ties, the model that is best on its own (then the earliest).
+
+        Ties are common while a confident member dominates the average (a constant predictor with hard
+        probabilities leaves every replacement at the same error); taking the earliest model there fills
+        every slot with the first success and the ensemble can never leave it.
+        """
+        best = float(scores.min())
+        tied = np.flatnonzero(scores <= best + 1e-12 * max(1.0, abs(best)))
+        if len(tied) == 1:
+            return int(tied[0])
+        preds = np.stack([history[i].val_pred for i in tied]).astype(np.float64)
+        alone = addition_losses(preds, y_val, self.metric)(np.zeros(preds.shape[1:]), 1)
+        return int(tied[int(np.argmin(alone))])
 
     # -- suggestions ---------------------------------------------------------------------------------
     def suggest(self, history: Sequence, y_val=None) -> Suggestion:
