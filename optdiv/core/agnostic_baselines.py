@@ -17,6 +17,7 @@ import numpy as np
 
 from ._arrays import as_predictions, as_targets
 from .agnostic_bayes import agnostic_bayes_weights
+from .ensemble import tied_minima
 from .metrics import mean_loss, per_example_loss
 
 RHO_GRID = np.linspace(0.1, 0.8, 20)
@@ -42,7 +43,7 @@ def weighted_vote(preds, weights) -> np.ndarray:
 def amin_weights(losses, seed: int = 0) -> np.ndarray:
     """One-hot weights on the lowest mean loss over the columns of ``losses`` (n_examples, m)."""
     risks = _risks(losses)
-    best = np.flatnonzero(risks <= risks.min() + 1e-12 * max(1.0, abs(risks.min())))
+    best = tied_minima(risks)
     out = np.zeros(risks.shape[0])
     out[np.random.default_rng(seed).choice(best)] = 1.0
     return out

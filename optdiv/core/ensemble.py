@@ -123,7 +123,12 @@ def _round_loss_function(stack: np.ndarray, y: np.ndarray, spec: LossSpec):
     return lambda running, size: (np.argmax(running[None] + stack, axis=2) != y[None]).mean(axis=1)
 
 
+def tied_minima(values: np.ndarray) -> np.ndarray:
+    """Positions of the values within :data:`TIE_TOLERANCE` (relative) of the minimum, in order."""
+    best = float(np.min(values))
+    return np.flatnonzero(values <= best + TIE_TOLERANCE * max(1.0, abs(best)))
+
+
 def _argmin_with_ties(values: np.ndarray, rng: np.random.Generator) -> int:
-    best = values.min()
-    tied = np.flatnonzero(values <= best + TIE_TOLERANCE * max(1.0, abs(best)))
+    tied = tied_minima(values)
     return int(tied[0]) if tied.size == 1 else int(rng.choice(tied))

@@ -21,7 +21,7 @@ import numpy as np
 from optdiv.cash.candidates import SpaceCandidates, as_dict, observation_key, seen_keys
 from optdiv.cash.evaluator import WORST_LOSS
 from optdiv.cash.optimizers import Suggestion
-from optdiv.core.ensemble import addition_losses
+from optdiv.core.ensemble import addition_losses, tied_minima
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 
 
@@ -92,8 +92,7 @@ class EnsembleOptimization:
         probabilities leaves every replacement at the same error); taking the earliest model there fills
         every slot with the first success and the ensemble can never leave it.
         """
-        best = float(scores.min())
-        tied = np.flatnonzero(scores <= best + 1e-12 * max(1.0, abs(best)))
+        tied = tied_minima(scores)
         if len(tied) == 1:
             return int(tied[0])
         preds = np.stack([history[i].val_pred for i in tied]).astype(np.float64)
