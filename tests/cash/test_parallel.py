@@ -252,17 +252,18 @@ def test_injected_faults_without_dask(splits):
 
 @needs_dask
 @pytest.mark.timeout(300)
-def test_driver_killed_ten_times_resumes_exactly(tmp_path, frame):
-    """SIGKILL the driver process at ten seeded random points, resume each time; with one worker the final
-    history (configurations, statuses, losses) and ensemble equal an uninterrupted sequential run's. The
-    cluster outlives the drivers here (``--scheduler``), as a long-lived cluster does."""
+def test_driver_killed_repeatedly_resumes_exactly(tmp_path, frame):
+    """SIGKILL the driver process at up to ten seeded random points (at least five of them mid-run), resume
+    each time; with one worker the final history (configurations, statuses, losses) and ensemble equal an
+    uninterrupted sequential run's. The cluster outlives the drivers here (``--scheduler``), as a long-lived
+    cluster does."""
     csv = tmp_path / "data.csv"
     frame.to_csv(csv, index=False)
     budget = 24
     drive(str(csv), str(tmp_path / "reference"), budget, "none")  # uninterrupted, no Dask
     with local_cluster(1) as cluster:
         out, outcomes = _kill_and_resume(tmp_path, csv, cluster.scheduler_address, 10, budget, 20240611)
-    assert outcomes.count("killed") >= 8, outcomes
+    assert outcomes.count("killed") >= MIN_KILLS, outcomes
     _assert_same_run(out, tmp_path / "reference", budget)
 
 
@@ -277,7 +278,7 @@ def test_driver_with_its_own_cluster_killed_and_resumed(tmp_path, frame, workers
     frame.to_csv(csv, index=False)
     budget = 30
     out, outcomes = _kill_and_resume(tmp_path, csv, workers, 10, budget, 7)
-    assert outcomes.count("killed") >= 8, outcomes
+    assert outcomes.count("killed") >= MIN_KILLS, outcomes
     if workers == "1":
         drive(str(csv), str(tmp_path / "reference"), budget, "none")
         _assert_same_run(out, tmp_path / "reference", budget)
@@ -287,8 +288,15 @@ def test_driver_with_its_own_cluster_killed_and_resumed(tmp_path, frame, workers
         assert len({_key(o.config) for o in resumed}) == budget
 
 
+MIN_KILLS = 5
+
+
 def _kill_and_resume(tmp_path: Path, csv: Path, where: str, kills: int, budget: int, seed: int):
-    """Start the driver ``kills`` times and SIGKILL it at a seeded random point, then let one finish."""
+    """Start the driver up to ``kills`` times and SIGKILL it at a seeded random point, then let one finish.
+
+    A fast machine can finish the whole budget before a late kill point comes; the run is then complete and
+    later starts would only reload it, so the loop stops there and the callers ask for ``MIN_KILLS`` real kills.
+    """
     out = tmp_path / "killed"
     rng = random.Random(seed)
     outcomes = []
@@ -317,6 +325,8 @@ def _kill_and_resume(tmp_path: Path, csv: Path, where: str, kills: int, budget: 
             outcomes.append("finished")
         proc.wait(timeout=30)
         assert _lines(out / "observations.jsonl") >= before
+        if outcomes[-1] == "finished":
+            break
     final = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=200)
     assert final.returncode == 0, final.stderr[-3000:]
     return out, outcomes
