@@ -259,7 +259,7 @@ def test_driver_killed_repeatedly_resumes_exactly(tmp_path, frame):
     cluster does."""
     csv = tmp_path / "data.csv"
     frame.to_csv(csv, index=False)
-    budget = 24
+    budget = 36
     drive(str(csv), str(tmp_path / "reference"), budget, "none")  # uninterrupted, no Dask
     with local_cluster(1) as cluster:
         out, outcomes = _kill_and_resume(tmp_path, csv, cluster.scheduler_address, 10, budget, 20240611)
@@ -302,10 +302,11 @@ def _kill_and_resume(tmp_path: Path, csv: Path, where: str, kills: int, budget: 
     outcomes = []
     command = [sys.executable, str(HERE / "parallel_helpers.py"), str(csv), str(out), str(budget), where]
     for _ in range(kills):
-        # when: at a random time (often still starting up), or just after the log of issued suggestions or
-        # of results has grown by one or two lines (mid-run, whatever the machine's speed)
+        # when: at a random early time (mostly still starting up), or just after the log of issued suggestions
+        # or of results has grown by one or two lines (mid-run, whatever the machine's speed); a late time
+        # would let a fast machine finish the budget in one start
         trigger = rng.choice(["time", ISSUED_NAME, "observations.jsonl"])
-        at_time, grow, extra = rng.uniform(0.5, 4.0), rng.randint(1, 2), rng.uniform(0.0, 0.3)
+        at_time, grow, extra = rng.uniform(0.2, 1.5), rng.randint(1, 2), rng.uniform(0.0, 0.3)
         base = _lines(out / trigger)
         before = _lines(out / "observations.jsonl")
         proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
