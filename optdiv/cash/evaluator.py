@@ -175,16 +175,22 @@ def build_pipeline(build, config: dict, X_train, seed: int):
 
 
 def predict_probabilities(pipe, X, n_classes: int) -> np.ndarray:
-    """(rows, n_classes) float32 probabilities aligned by ``classes_``; label-only models give one-hot."""
+    """(rows, n_classes) float32 probabilities aligned by ``classes_`` (see :func:`_class_probabilities`)."""
     return _class_probabilities(pipe, X, n_classes)
 
 
 def _class_probabilities(pipe, X, n_classes: int) -> np.ndarray:
+    """Probabilities from ``predict_proba``; else a sigmoid / softmax of ``decision_function`` (SVCs, ridge and
+    other margin classifiers), as auto-sklearn's and VolcanoML's SVCs score; else one-hot labels.
+
+    Hard 0/1 rows from a margin model would make every wrong row look certain, which misleads the
+    log-loss and the diversity measures built on the true class's probability.
+    """
     n = len(X)
     try:
         proba = pipe.predict_proba(X)
     except Exception:  # no predict_proba (AttributeError), or one that refuses (e.g. SVC(probability=False))
-        proba = None
+        proba = _decision_probabilities(pipe, X)
     if proba is None:
         return _one_hot_labels(pipe.predict(X), n, n_classes)
     proba = np.asarray(proba, dtype=np.float64)
@@ -205,6 +211,24 @@ def _class_probabilities(pipe, X, n_classes: int) -> np.ndarray:
     out = np.zeros((n, n_classes), dtype=np.float32)
     out[:, cols] = proba  # classes missing from the training rows keep probability 0
     return out
+
+
+def _decision_probabilities(pipe, X) -> Optional[np.ndarray]:
+    """(rows, classes_) scores of a margin classifier squashed into probabilities, or None without
+    ``decision_function``: a sigmoid of the binary margin, a softmax of one-vs-rest / one-vs-one margins."""
+    try:
+        margin = np.asarray(pipe.decision_function(X), dtype=np.float64)
+    except Exception:  # no decision_function, or one that refuses
+        return None
+    if margin.ndim == 2 and margin.shape[1] == 1:
+        margin = margin[:, 0]
+    if margin.ndim == 1:
+        positive = 0.5 * (1.0 + np.tanh(0.5 * margin))  # the logistic sigmoid, without overflow
+        return np.column_stack([1.0 - positive, positive])
+    if margin.ndim != 2:
+        return None
+    shifted = np.exp(margin - margin.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
 
 
 def _regression_values(pipe, X) -> np.ndarray:

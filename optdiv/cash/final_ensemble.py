@@ -140,7 +140,8 @@ def weighted_prediction(stored: Sequence[np.ndarray], weights: np.ndarray, vote:
 class EnsembleModel:
     """Fitted member pipelines with weights; predicts like a scikit-learn estimator.
 
-    Classification averages member probabilities (label-only members contribute one-hot votes);
+    Classification averages member probabilities (margin models contribute squashed margins, label-only
+    members one-hot votes, as in the evaluator);
     regression averages values. ``classes_`` holds the original labels.
     """
 

@@ -74,6 +74,13 @@ class Hog(MajorityLabel):
         return super().fit(X, y)
 
 
+def svc(config, seed):
+    """A kernel SVC without probability estimates: labels and a decision_function only."""
+    from sklearn.svm import SVC
+
+    return SVC(random_state=seed)
+
+
 def majority(config, seed):
     return MajorityLabel()
 
@@ -106,7 +113,7 @@ def by_name(config, seed):
     """Dispatch on config["algorithm"], so one worker can serve every kind of model."""
     return {
         "logreg": logreg, "majority": majority, "refusing": refusing, "sleeper": sleeper, "nan": nan_proba,
-        "exit": exiter, "raise": raiser, "hog": hog, "ridge": ridge,
+        "exit": exiter, "raise": raiser, "hog": hog, "ridge": ridge, "svc": svc,
     }[config["algorithm"]](config, seed)
 
 

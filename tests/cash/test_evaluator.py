@@ -64,6 +64,35 @@ def test_label_only_model_gives_one_hot(worker, cancer, algorithm):
     assert (obs.val_pred[:, majority] == 1).all()
 
 
+def test_margin_classifier_gives_soft_probabilities(worker, cancer):
+    """An SVC without predict_proba scores by a sigmoid of its margin, as the hosts' SVCs do, not one-hot."""
+    obs = worker.evaluate({"algorithm": "svc"}, index=1)
+    assert obs.status == "ok"
+    p = obs.val_pred.astype(np.float64)
+    np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-6)
+    assert ((p > 0.01) & (p < 0.99)).any()  # soft rows, not only 0/1
+    assert obs.val_loss < 0.5  # still a useful model on breast_cancer
+
+
+def test_multiclass_margin_probabilities_follow_the_decision():
+    from sklearn.datasets import load_iris
+    from sklearn.svm import LinearSVC
+
+    from optdiv.cash.evaluator import predict_probabilities
+
+    X, y = load_iris(return_X_y=True)
+    model = LinearSVC(dual=False).fit(X[y != 1], y[y != 1])  # classes_ = [0, 2]: column 1 stays empty
+    p = predict_probabilities(model, X, 3)
+    assert p.shape == (150, 3)
+    np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-6)
+    assert (p[:, 1] == 0).all()
+    np.testing.assert_array_equal(np.array([0, 2])[p[:, [0, 2]].argmax(1)], model.predict(X))
+    full = LinearSVC(dual=False).fit(X, y)
+    q = predict_probabilities(full, X, 3)
+    assert ((q > 0.01) & (q < 0.99)).any()
+    np.testing.assert_array_equal(q.argmax(1), full.decision_function(X).argmax(1))
+
+
 def test_exception_is_a_failed_observation(worker):
     obs = worker.evaluate({"algorithm": "raise"}, index=2)
     _failed(obs)

@@ -43,7 +43,8 @@ parallel evaluations do not oversubscribe the CPUs. A forest with ``max_features
 preprocessor that widens the data to hundreds of columns (polynomial, random trees embedding) can
 still exceed the limit; the evaluator records such runs as failures. Regression forests have no
 ``criterion`` (friedman_mse is squared_error for forests, deprecated as such in scikit-learn 1.9).
-LinearSVC and SVC give labels only (no cheap ``predict_proba``); the evaluator one-hot encodes them.
+LinearSVC and SVC have no cheap ``predict_proba``; the evaluator scores them by a sigmoid / softmax of
+``decision_function``, as auto-sklearn's own SVCs do.
 
 HistGradientBoosting (and the BLAS-backed decompositions) use all cores through OpenMP/BLAS
 threads; on a busy machine that costs 10-50x, so evaluations should run under
