@@ -24,9 +24,9 @@ from optdiv.cash.optimizers import Optimizer
 
 FINALS = ("single", "ensemble", "own", "bagging", "stacking")
 #: Method options that change the search itself (the rest, e.g. ``builder``, change only the final model).
-SEARCH_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", "contest", "inner")
+SEARCH_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", "paper_clip", "contest", "inner")
 #: Of those, the ones the diversity selector takes.
-SELECTOR_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target")
+SELECTOR_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", "paper_clip")
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,8 @@ METHODS: Dict[str, MethodSpec] = {
         _spec("optdivbo", "optdivbo", "ensemble", "OptDivBO: optimal-diversity BO + ensemble selection"),
         _spec("optdivbo-rank", "optdivbo", "ensemble", "OptDivBO whose diversity surrogate fits pair ranks, not raw "
               "diversity (robust to wild regression predictions)", diversity_target="rank"),
+        _spec("optdivbo-paper", "optdivbo", "ensemble", "OptDivBO with the papers' 0/1-loss diversity (cross-entropy "
+              "clipped at 1e-15, which favours confidently wrong models); regression as optdivbo", paper_clip=True),
         _spec("divbo-rank", "divbo", "ensemble", "DivBO whose diversity surrogate fits pair ranks",
               diversity_target="rank"),
         _spec("dac-hb", "dac", "single", "DACOpt: BO per algorithm group, highest-performance contest (eta 3)",

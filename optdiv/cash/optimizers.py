@@ -142,6 +142,7 @@ class Optimizer:
         info = {
             **info,
             "weight": float(choice.weight),
+            "diversity_kind": selector.kind,
             "pool": [int(ok[i]) for i in np.asarray(choice.pool_indices)],
             "ei_rank": float(choice.perf_rank[choice.index]),
         }

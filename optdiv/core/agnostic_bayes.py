@@ -3,10 +3,10 @@
 The weight of model h is the posterior probability that h has the lowest true risk, estimated by
 drawing risk vectors from a posterior over risks given the per-example held-out losses and counting
 how often each model is the argmin. Ties inside the argmin are split evenly, which reproduces the
-paper's Table 1 exactly (seed-notes.md section 1.4).
+paper's Table 1 exactly (docs/method.md, "Final ensembles").
 
 Samplers: ``bootstrap`` (resample examples), ``bayesian_bootstrap`` (Dirichlet(rho) example weights),
-``dirichlet`` (0/1 losses; prior concentration ``A = alpha * N`` as in seed-notes.md, so 2^d never
+``dirichlet`` (0/1 losses; prior concentration ``A = alpha * N`` as docs/method.md says, so 2^d never
 appears), ``student_t`` (normal-Wishart prior, multivariate t marginal). ``rho`` is the effective
 sample-size ratio of the paper's k-fold adaptation; rho=1 is the plain single-split posterior.
 """

@@ -4,7 +4,7 @@ All pairs are computed at once. ``mse``, ``mae``, ``brier`` and regression ``div
 products; ``ce`` and classification ``divbo`` need an element-wise term per pair, computed in tiles on
 threads (numpy releases the GIL) over the upper triangle only. Inputs are float32, sums are float64.
 
-Conventions (method-decisions.md): errors ``e_i = y - f_i`` (regression), ``E_i = onehot(y) - p_i``
+Conventions (docs/method.md, "Pairwise diversity"): errors ``e_i = y - f_i`` (regression), ``E_i = onehot(y) - p_i``
 (classification), ``q_i = p_i[y]``. ``divbo`` is larger-is-more-diverse; every OptDiv kind is
 smaller-is-better, because it is the pair's contribution to an upper bound of the ensemble's loss.
 The diagonal holds each model paired with itself (e.g. ``2 * MSE_i`` for ``mse``); callers that
@@ -23,12 +23,19 @@ import numpy as np
 from ._arrays import PROB_CLIP, as_predictions, as_targets, one_hot, true_class_probability
 
 REGRESSION_KINDS = ("divbo", "mse", "mae")
-CLASSIFICATION_KINDS = ("divbo", "brier", "ce", "zero_one")
-KINDS = ("divbo", "mse", "mae", "brier", "ce", "zero_one")
+CLASSIFICATION_KINDS = ("divbo", "brier", "ce", "zero_one", "zero_one_paper")
+KINDS = ("divbo", "mse", "mae", "brier", "ce", "zero_one", "zero_one_paper")
 
-#: Weights of the black-box combination used for 0/1 loss and any other classification metric (seed 000, eq. 12).
+#: Weights of the black-box combination used for 0/1 loss and any other classification metric (OptDivBO, eq. 12).
 BLACK_BOX_CE_WEIGHT = 0.2
 BLACK_BOX_BRIER_WEIGHT = 0.1
+
+#: Floor on the true class's probability inside the black-box mix's cross-entropy term (``zero_one``). In the
+#: paper's bound the term's bonus for a row a model gets confidently wrong is cancelled by that model's own
+#: cross-entropy; ranked next to EI on 0/1 error nothing cancels it, and at the metric's clip (1e-15) one such
+#: row is worth -34.5, so confidently wrong models looked the most diverse. ``zero_one_paper`` keeps the clip
+#: at 1e-15. The value was chosen on validation predictions only (docs/method.md, "The 0/1-loss floor").
+ZERO_ONE_CE_FLOOR = 1e-3
 
 #: Elements per tile of the element-wise kinds: ~16 MB of float32, small enough for L2/L3-friendly passes.
 _TILE_ELEMENTS = 1 << 22
@@ -40,11 +47,12 @@ def higher_is_more_diverse(kind: str) -> bool:
     return kind == "divbo"
 
 
-def kind_for_metric(metric: str) -> str:
-    """The OptDiv kind that bounds a task metric: its own kind where derived, else the black-box mix."""
+def kind_for_metric(metric: str, paper: bool = False) -> str:
+    """The OptDiv kind that bounds a task metric: its own kind where derived, else the black-box mix
+    (``paper=True``: the mix with the papers' 1e-15 clip instead of :data:`ZERO_ONE_CE_FLOOR`)."""
     metric = metric.lower()
     aliases = {"mse": "mse", "rmse": "mse", "mae": "mae", "brier": "brier", "log_loss": "ce", "ce": "ce"}
-    return aliases.get(metric, "zero_one")
+    return aliases.get(metric, "zero_one_paper" if paper else "zero_one")
 
 
 def pairwise_diversity(preds, y, kind: str, ensemble_size: int = 25) -> np.ndarray:
@@ -101,8 +109,9 @@ def _cross(a: np.ndarray, b: np.ndarray, y: np.ndarray, kind: str, ensemble_size
         return _brier(a, b, y, symmetric)
     if kind == "ce":
         return _cross_entropy(a, b, y, ensemble_size, symmetric)
-    if kind == "zero_one":
-        return BLACK_BOX_CE_WEIGHT * _cross_entropy(a, b, y, ensemble_size, symmetric) + (
+    if kind in ("zero_one", "zero_one_paper"):
+        floor = ZERO_ONE_CE_FLOOR if kind == "zero_one" else PROB_CLIP
+        return BLACK_BOX_CE_WEIGHT * _cross_entropy(a, b, y, ensemble_size, symmetric, floor) + (
             BLACK_BOX_BRIER_WEIGHT * _brier(a, b, y, symmetric)
         )
     if a.ndim == 2:  # divbo, regression: mean (f_i - f_j)^2 expanded into squared norms and a product
@@ -144,12 +153,13 @@ def _normalised(a: np.ndarray, b: np.ndarray) -> bool:
     return all(float(np.abs(x[:, :, 0] + x[:, :, 1] - 1.0).max()) < 1e-5 for x in stacks)
 
 
-def _cross_entropy(a, b, y, ensemble_size: int, symmetric: bool) -> np.ndarray:
-    """(1/N) mean log(q_i q_j / (q_i + q_j)^2): the separable logs are sums, only log(q_i + q_j) is tiled."""
+def _cross_entropy(a, b, y, ensemble_size: int, symmetric: bool, floor: float = PROB_CLIP) -> np.ndarray:
+    """(1/N) mean log(q_i q_j / (q_i + q_j)^2) with q clipped to [floor, 1]: the separable logs are sums, only
+    log(q_i + q_j) is tiled."""
     if ensemble_size <= 0:
         raise ValueError("ensemble_size must be positive")
-    qa = np.clip(true_class_probability(a, y), PROB_CLIP, 1.0).astype(np.float32)
-    qb = qa if symmetric else np.clip(true_class_probability(b, y), PROB_CLIP, 1.0).astype(np.float32)
+    qa = np.clip(true_class_probability(a, y), floor, 1.0).astype(np.float32)
+    qb = qa if symmetric else np.clip(true_class_probability(b, y), floor, 1.0).astype(np.float32)
     n = qa.shape[1]
     mean_log_a = np.log(qa.astype(np.float64)).mean(1)
     mean_log_b = mean_log_a if symmetric else np.log(qb.astype(np.float64)).mean(1)

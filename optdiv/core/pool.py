@@ -1,6 +1,6 @@
 """The temporary pool P: the ensemble the next configuration should diversify against.
 
-DivBO and OptDivBO rebuild P from every stored observation before each suggestion (method-decisions.md,
+DivBO and OptDivBO rebuild P from every stored observation before each suggestion (docs/method.md,
 "Temporary pool P"). P is a multiset; it is returned as its unique members plus weights, so the
 acquisitions evaluate the diversity surrogate once per distinct member and weight the result.
 """

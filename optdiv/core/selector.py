@@ -11,7 +11,7 @@ and asks this object which candidate to evaluate next::
 
 Per call: the temporary pool P is built from the stored validation predictions, the pairwise diversity
 of all observations is computed and the diversity surrogate is refitted (skipped when the data did not
-change); then candidates are ranked by ``R_perf + w(t) R_div`` (method-decisions.md, "Acquisition").
+change); then candidates are ranked by ``R_perf + w(t) R_div`` (docs/method.md, "Acquisition").
 """
 
 from __future__ import annotations
@@ -116,12 +116,13 @@ class DiversityAwareSelector:
         seed: int = 0,
         fixed_weight: Optional[float] = None,
         diversity_target: str = "raw",
+        paper_clip: bool = False,
     ):
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
         if pool_builder not in BUILDERS:
             raise ValueError(f"unknown pool builder {pool_builder!r}; choose one of {', '.join(BUILDERS)}")
-        kind = kind if kind is not None else ("divbo" if method == "divbo" else kind_for_metric(metric))
+        kind = kind if kind is not None else ("divbo" if method == "divbo" else kind_for_metric(metric, paper_clip))
         if kind not in KINDS:
             raise ValueError(f"unknown diversity kind {kind!r}; choose one of {', '.join(KINDS)}")
         if ensemble_size < 1 or n_samples < 1:

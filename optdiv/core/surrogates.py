@@ -103,14 +103,14 @@ class DiversitySurrogate:
     """Predicts the pairwise diversity of two configurations, with uncertainty from K bootstrap members.
 
     Member k is trained on the pairs of a bootstrap resample of the *configurations*
-    (method-decisions.md). A pair drawn ``c_i * c_j`` times enters with that weight: the same
+    (docs/method.md, "Surrogates"). A pair drawn ``c_i * c_j`` times enters with that weight: the same
     squared-error objective as repeating it. Only pairs of two different observations exist in the
     data, so self-pairs and pairs of two bootstrap copies of one observation never appear. With more
     than ``max_pairs`` distinct pairs, a uniform subsample of ``max_pairs`` of them is shared by the
     members, and a member whose multiset still exceeds the cap is thinned uniformly (without
     replacement) to exactly ``max_pairs``; so fit time stops growing once t(t-1)/2 > max_pairs.
 
-    Default cap 5,000, not method-decisions.md's 40,000: binning the pairs is LightGBM's slowest step
+    Default cap 5,000, not the 40,000 first planned: binning the pairs is LightGBM's slowest step
     here (~25 us per 200-feature row on one core), and the cap barely matters for accuracy. On
     breast_cancer (170 configurations of the auto-sklearn space, 14,365 pairs) Kendall's tau between
     predicted and true divbo diversity of held-out x training pairs was 0.38 / 0.37 / 0.37 with caps

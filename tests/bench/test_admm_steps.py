@@ -1,4 +1,4 @@
-"""ADMM's closed-form steps: the seed-notes test targets."""
+"""ADMM's closed-form steps against hand-worked targets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DACOpt contest arithmetic: the seed-notes test targets."""
+"""DACOpt contest arithmetic against hand-worked targets."""
 
 from __future__ import annotations
 

@@ -63,6 +63,16 @@ def test_diversity_methods_use_the_selector_after_the_initial_design(cls_splits)
     assert early.info["strategy"] == "random"
 
 
+@pytest.mark.parametrize("method,kind", [("optdivbo", "zero_one"), ("optdivbo-paper", "zero_one_paper")])
+def test_optdivbo_paper_keeps_the_published_clip(cls_splits, method, kind):
+    from optdiv.cash.methods import make_strategy
+
+    space = tiny_space("classification")
+    history = search(cls_splits, "classification", n_classes=2, method="rs", space=space, budget=7, seed=0).history
+    strategy = make_strategy(get_method(method), space, "error", seed=0, optimizer_options=FAST)
+    assert strategy.suggest(history, y_val=cls_splits.y_val).info["diversity_kind"] == kind
+
+
 def test_regression_search(cls_splits):
     splits = split(_diabetes(), seed=0)
     result = search(splits, "regression", method="optdivbo", metric="mae", space=tiny_space("regression"),
@@ -161,7 +171,7 @@ def test_unknown_space_is_named(cls_splits):
         search(cls_splits, "classification", n_classes=2, space="nospace", budget=1)
 
 
-@pytest.mark.parametrize("kind", ["divbo", "zero_one"])
+@pytest.mark.parametrize("kind", ["divbo", "zero_one", "zero_one_paper"])
 def test_incremental_diversity_matrix_equals_full(kind):
     from optdiv.core.diversity import pairwise_diversity
 

@@ -7,6 +7,7 @@ import pytest
 
 from optdiv.core.diversity import (
     KINDS,
+    ZERO_ONE_CE_FLOOR,
     diversity_to_pool,
     higher_is_more_diverse,
     kind_for_metric,
@@ -54,10 +55,51 @@ def test_hand_computed_3x3(kind, task):
     np.testing.assert_allclose(got, np.array(HAND[kind, task]), rtol=1e-6, atol=1e-6)  # float32 logs
 
 
-def test_hand_zero_one_is_black_box_mix():
-    got = pairwise_diversity(P_CLS, Y_CLS, "zero_one", ensemble_size=2)
+def test_hand_zero_one_paper_is_black_box_mix():
+    got = pairwise_diversity(P_CLS, Y_CLS, "zero_one_paper", ensemble_size=2)
     want = 0.2 * np.array(HAND["ce", "cls"]) + 0.1 * np.array(HAND["brier", "cls"])
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_zero_one_floors_the_true_class_probability():
+    """Above the floor both forms agree; a row at probability 0 counts as the floor, not as 1e-15."""
+    rng = np.random.default_rng(3)
+    soft, y = _random_cls(rng, 4, 50, 3)
+    soft = 0.5 * soft + 0.5 / 3  # every probability >= 1/6, far above the floor
+    np.testing.assert_allclose(pairwise_diversity(soft, y, "zero_one"), pairwise_diversity(soft, y, "zero_one_paper"),
+                               rtol=1e-6, atol=1e-9)
+    hard = np.eye(3, dtype=np.float32)[(y + 1) % 3][None]  # wrong on every row, with certainty
+    both = np.concatenate([soft[:1], hard])
+    d = pairwise_diversity(both, y, "zero_one")
+    q = soft[0, np.arange(50), y].astype(np.float64)
+    ce_floor = np.mean(np.log(q * ZERO_ONE_CE_FLOOR / (q + ZERO_ONE_CE_FLOOR) ** 2)) / 25
+    brier = 2 * np.mean(np.sum((np.eye(3)[y] - soft[0]) * (np.eye(3)[y] - hard[0]), axis=1))
+    assert d[0, 1] == pytest.approx(0.2 * ce_floor + 0.1 * brier, rel=1e-5)
+    assert pairwise_diversity(both, y, "zero_one_paper")[0, 1] < d[0, 1] - 0.1  # the paper's clip: a far larger bonus
+
+
+def test_bounded_zero_one_prefers_the_calibrated_candidate_over_the_confidently_wrong_one():
+    """Against one pool, a hard-label candidate with 37% error must not look better than a calibrated one
+    with 20% error; the papers' clip ranks them the other way round."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    y = rng.integers(0, 2, n)
+
+    def calibrated(error_rate):
+        right = rng.random(n) >= error_rate
+        confidence = rng.uniform(0.55, 0.95, n)
+        p_true = np.where(right, confidence, 1.0 - confidence)
+        return np.column_stack([np.where(y == 0, p_true, 1 - p_true), np.where(y == 1, p_true, 1 - p_true)])
+
+    pool = np.stack([calibrated(0.15) for _ in range(5)])
+    wrong = rng.random(n) < 0.37
+    hard_labels = np.where(wrong, 1 - y, y)
+    hard = np.eye(2)[hard_labels]
+    candidates = np.stack([hard, calibrated(0.20)])
+    bounded = diversity_to_pool(candidates, pool, y, "zero_one").mean(1)
+    paper = diversity_to_pool(candidates, pool, y, "zero_one_paper").mean(1)
+    assert bounded[1] < bounded[0]  # lower = better: the calibrated model wins
+    assert paper[0] < paper[1]  # the defect the floor removes
 
 
 def test_divbo_identical_is_zero_and_disjoint_one_hot_is_one():
@@ -70,7 +112,7 @@ def test_divbo_identical_is_zero_and_disjoint_one_hot_is_one():
 
 
 def _naive(preds, y, kind, n_ens):
-    """Direct per-pair formulas from method-decisions.md, in float64, one pair at a time."""
+    """Direct per-pair formulas from docs/method.md, in float64, one pair at a time."""
     preds = preds.astype(np.float64)
     m = preds.shape[0]
     out = np.zeros((m, m))
@@ -87,15 +129,16 @@ def _naive(preds, y, kind, n_ens):
                     v = np.mean((a - b) ** 2)
             else:
                 onehot = np.eye(a.shape[1])[y]
-                qa = np.clip(a[np.arange(len(y)), y], EPS, 1)
-                qb = np.clip(b[np.arange(len(y)), y], EPS, 1)
+                floor = ZERO_ONE_CE_FLOOR if kind == "zero_one" else EPS
+                qa = np.clip(a[np.arange(len(y)), y], floor, 1)
+                qb = np.clip(b[np.arange(len(y)), y], floor, 1)
                 brier = 2 * np.mean(np.sum((onehot - a) * (onehot - b), axis=1))
                 ce = np.mean(np.log(qa * qb / (qa + qb) ** 2)) / n_ens
                 if kind == "brier":
                     v = brier
                 elif kind == "ce":
                     v = ce
-                elif kind == "zero_one":
+                elif kind in ("zero_one", "zero_one_paper"):
                     v = 0.2 * ce + 0.1 * brier
                 else:
                     v = S2 / 2 * np.mean(np.linalg.norm(a - b, axis=1))

@@ -1,4 +1,4 @@
-"""GM_micro on the seed-notes confusion matrix."""
+"""GM_micro on a hand-worked confusion matrix."""
 
 import numpy as np
 import pytest

@@ -205,6 +205,9 @@ def test_default_kinds_and_pool_losses():
     assert DiversityAwareSelector(metric="log_loss").kind == "ce"
     assert DiversityAwareSelector(metric="rmse").kind == "mse"
     assert DiversityAwareSelector(metric="balanced_accuracy").kind == "zero_one"
+    assert DiversityAwareSelector(metric="error", paper_clip=True).kind == "zero_one_paper"
+    assert DiversityAwareSelector(metric="mse", paper_clip=True).kind == "mse"  # regression has no clip
+    assert DiversityAwareSelector(metric="log_loss", paper_clip=True).kind == "ce"
     assert pool_loss("log_loss", True) == "log_loss"
     assert pool_loss("brier", True) == "brier"
     assert pool_loss("roc_auc", True) == "error"

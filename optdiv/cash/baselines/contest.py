@@ -4,7 +4,7 @@ Highest-performance contest (DAC-H*): ``c`` candidates, ``R_max = floor(log_eta 
 (computed with integers: the float log of 243 in base 3 is 4.999...), ``ceil(previous / eta)`` survivors per
 round, chosen as the top by best-found value. Round ``r`` spends ``floor(B_left / (R_max - r + 1))`` split
 equally among its survivors; the paper's ``B / (R_max - r)`` divides by zero in the last round, so the
-remaining rounds are counted including the current one (seed-notes.md section 3.3).
+remaining rounds are counted including the current one (docs/method.md, "Other seed systems").
 
 Statistical contest (DAC-S*): Friedman's test with three or more survivors, Wilcoxon's with two, at level
 ``alpha``; when it rejects, survivors significantly worse than the best-ranked one (Holm-corrected
