@@ -13,20 +13,22 @@ perfect diversity surrogate, on validation predictions of replay libraries only 
    ``rank(own error) + w rank(mu)``, the mean gain of the candidate it picks (w = 1, OptDivBO's late weight).
 
     python benchmarks/diversity_floor.py --data-dir ../shared/datasets --datasets quake,wind,cpu_act,cpu_small \
-        --library 1500 --draws 30
+        --draws 30
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List
 
 import numpy as np
-from scipy.stats import spearmanr
+from scipy.stats import spearmanr, wilcoxon
 
-from optdiv.bench.library import load_library
+from optdiv.bench.library import library_dir, load_library
+from optdiv.cash.store import RunStore
 from optdiv.core.acquisition import ranks
 from optdiv.core.diversity import BLACK_BOX_BRIER_WEIGHT, BLACK_BOX_CE_WEIGHT, diversity_to_pool
 from optdiv.core.ensemble import ensemble_predict, ensemble_selection
@@ -54,13 +56,15 @@ def forms() -> Dict[str, Callable]:
     return out
 
 
-def ensemble_error(preds: np.ndarray, y_fit: np.ndarray, fit_rows, eval_rows, y_eval, seed: int) -> float:
+def ensemble_error(preds: np.ndarray, y_fit: np.ndarray, fit_rows, eval_rows, y_eval, seed: int,
+                   gain_loss: str = "error") -> float:
+    """Loss on ``eval_rows`` of ensemble selection by 0/1 error on ``fit_rows``."""
     weights = ensemble_selection(preds[:, fit_rows], y_fit, "error", size=ENSEMBLE_SIZE, seed=seed).weights
-    return float(mean_loss(ensemble_predict(preds[:, eval_rows], weights), y_eval, "error"))
+    return float(mean_loss(ensemble_predict(preds[:, eval_rows], weights), y_eval, gain_loss))
 
 
 def one_draw(val: np.ndarray, y: np.ndarray, ok: np.ndarray, history: int, candidates: int, seed: int,
-             scorers: Dict[str, Callable]) -> Dict[str, Dict[str, float]]:
+             scorers: Dict[str, Callable], gain_loss: str = "error") -> Dict[str, Dict[str, float]]:
     rng = np.random.default_rng(seed)
     members = rng.permutation(np.flatnonzero(ok))
     seen, cands = members[:history], members[history:history + candidates]
@@ -69,8 +73,8 @@ def one_draw(val: np.ndarray, y: np.ndarray, ok: np.ndarray, history: int, candi
     ya, yb = y[a], y[b]
     pool = build_pool(val[seen][:, a], ya, "error", size=ENSEMBLE_SIZE, seed=seed)
     pool_preds = val[seen[pool.indices]][:, a]
-    base = ensemble_error(val[seen], ya, a, b, yb, seed)
-    gain = np.array([ensemble_error(val[np.append(seen, c)], ya, a, b, yb, seed) - base for c in cands])
+    base = ensemble_error(val[seen], ya, a, b, yb, seed, gain_loss)
+    gain = np.array([ensemble_error(val[np.append(seen, c)], ya, a, b, yb, seed, gain_loss) - base for c in cands])
     own = np.array([mean_loss(val[c][a], ya, "error") for c in cands])
     perf_rank = ranks(-own, higher_is_better=True)
     out: Dict[str, Dict[str, float]] = {}
@@ -90,10 +94,14 @@ def main(argv: List[str] = None) -> int:
     parser.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets"))
     parser.add_argument("--datasets", default="quake,wind,cpu_act,cpu_small")
     parser.add_argument("--cache", default=".cache", help="where `optdiv bench` keeps its replay libraries")
-    parser.add_argument("--library", type=int, default=1500, help="library size to load (its first N members)")
+    parser.add_argument("--library", type=int, default=0, help="load the first N members (0: all there are)")
     parser.add_argument("--draws", type=int, default=30)
     parser.add_argument("--history", type=int, default=50)
     parser.add_argument("--candidates", type=int, default=200)
+    parser.add_argument("--gain-loss", default="error", choices=["error", "brier", "log_loss"],
+                        help="the loss on half B that measures a candidate's gain (the ensemble is always selected "
+                             "by 0/1 error on half A)")
+    parser.add_argument("--json", help="also write every draw's figures to this file")
     args = parser.parse_args(argv)
     scorers = forms()
     names = list(scorers) + ["performance alone"]
@@ -101,11 +109,12 @@ def main(argv: List[str] = None) -> int:
     print("| dataset | form | Spearman(mu, gain) | Spearman(mu, own error) | gain of the pick (pp) | own error of the pick (%) |")
     print("|---|---|---|---|---|---|")
     for name in args.datasets.split(","):
-        library = load_library(Path(args.data_dir) / f"{name}.csv", args.cache, args.library)
+        size = args.library or len(RunStore(library_dir(args.cache, name)))
+        library = load_library(Path(args.data_dir) / f"{name}.csv", args.cache, size)
         if library.task != "classification":
             raise SystemExit(f"{name} is a regression set; the 0/1-loss forms apply to classification only")
-        draws = [one_draw(library.val_preds, library.y_val, library.ok, args.history, args.candidates, seed, scorers)
-                 for seed in range(args.draws)]
+        draws = [one_draw(library.val_preds, library.y_val, library.ok, args.history, args.candidates, seed, scorers,
+                          args.gain_loss) for seed in range(args.draws)]
         for form in names:
             rows = [d[form] for d in draws]
             totals[form].extend(rows)
@@ -113,6 +122,15 @@ def main(argv: List[str] = None) -> int:
         sys.stdout.flush()
     for form in names:
         print(_row("all", form, totals[form]))
+    reference = totals["performance alone"]
+    print("\nPaired over all draws, against picking by performance alone: mean difference in the pick's gain (pp) "
+          "+- standard error, and Wilcoxon's p")
+    for form in names[:-1]:
+        diff = 100 * np.array([r["picked_gain"] - q["picked_gain"] for r, q in zip(totals[form], reference)])
+        p = wilcoxon(diff)[1] if np.any(diff != 0) else 1.0
+        print(f"- {form}: {diff.mean():+.3f} +- {diff.std(ddof=1) / np.sqrt(len(diff)):.3f} (p = {p:.3f})")
+    if args.json:
+        Path(args.json).write_text(json.dumps(totals))
     return 0
 
 

@@ -35,7 +35,7 @@ BLACK_BOX_BRIER_WEIGHT = 0.1
 #: cross-entropy; ranked next to EI on 0/1 error nothing cancels it, and at the metric's clip (1e-15) one such
 #: row is worth -34.5, so confidently wrong models looked the most diverse. ``zero_one_paper`` keeps the clip
 #: at 1e-15. The value was chosen on validation predictions only (docs/method.md, "The 0/1-loss floor").
-ZERO_ONE_CE_FLOOR = 1e-3
+ZERO_ONE_CE_FLOOR = 0.1
 
 #: Elements per tile of the element-wise kinds: ~16 MB of float32, small enough for L2/L3-friendly passes.
 _TILE_ELEMENTS = 1 << 22
