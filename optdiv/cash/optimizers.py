@@ -216,10 +216,10 @@ def imputed_loss(obs, typical: Optional[float], fallback: float) -> float:
 
     A cross-validation timeout's ``partial_loss`` is an honest but noisier estimate of its loss: every unfinished
     fold is shrunk to the median, so a timeout after 4 of 5 folds counts nearly at its partial loss, one after 1
-    fold nearly at the median, and one with no finished fold (or a holdout timeout) at the median. That
-    neither marks the region as the worst (the worst loss pushed searches away from accurate but slow
-    algorithms, e.g. gradient boosting under a tight limit) nor makes it look better than what was measured,
-    so slow regions are not suggested again and again. ``fallback`` is used when nothing is known.
+    fold nearly at the median, and one with no finished fold (or a holdout timeout) at the median. The worst
+    loss would mark the whole region as bad and push the search away from accurate but slow algorithms (e.g.
+    gradient boosting under a tight limit); that the region is slow is what ``Optimizer._finish_probability``
+    weighs. ``fallback`` is used when nothing is known.
     """
     partial = getattr(obs, "partial_loss", None)
     done = int(getattr(obs, "folds_done", 0) or 0)
