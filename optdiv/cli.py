@@ -42,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--space", default="autosklearn", help="autosklearn or autogluon")
     run.add_argument("--budget", type=int, default=50, help="number of evaluations")
     run.add_argument("--time-budget", type=float, help="wall-time budget of the whole search in seconds")
-    run.add_argument("--time-limit", type=float, default=120.0, help="wall-time limit of one evaluation")
+    run.add_argument("--time-limit", type=float, default=120.0,
+                     help="wall-time limit of one evaluation's fit; with --cv K, of each fold's fit (so an "
+                          "evaluation may take up to K x this in all)")
     run.add_argument("--memory-limit", type=int, metavar="MB", help="address-space limit of one evaluation's process")
     parallel = run.add_mutually_exclusive_group()
     parallel.add_argument("--workers", type=int, metavar="N",
@@ -63,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--refit", action="store_true", help="refit the members on train+validation")
     run.add_argument("--cv", type=int, metavar="K",
                      help="evaluate by K-fold cross-validation over train+validation (out-of-fold predictions; "
-                          "Agnostic Bayes's rho is tuned) instead of the holdout validation split (default)")
+                          "Agnostic Bayes's rho is tuned) instead of the holdout validation split (default); "
+                          "--time-limit then applies to each fold")
     run.add_argument("--constraint", action="append", type=_constraint, metavar="NAME<=X", help=CONSTRAINT_HELP)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", help="run directory for the log, predictions, result.json and model.joblib")

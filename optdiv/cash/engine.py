@@ -156,7 +156,10 @@ def search(
 
     ``cv=k`` evaluates by k-fold cross-validation over the train+validation rows (their
     :func:`~optdiv.cash.data.cross_validation_view`; splits that already carry ``folds`` are such a view): every
-    validation loss and prediction is out-of-fold, and Agnostic Bayes's rho is tuned on them.
+    validation loss and prediction is out-of-fold, and Agnostic Bayes's rho is tuned on them. ``time_limit`` then
+    bounds each fold's fit, so one evaluation may take up to ``cv * time_limit`` seconds; an evaluation that times
+    out after some folds is stored as a ``"timeout"`` with those folds' ``partial_loss``, which the optimisers use
+    (see :func:`optdiv.cash.optimizers.imputed_loss`) but no final model does (it has no predictions).
     """
     if evaluator is not None and (cv is not None or (getattr(splits, "folds", None) is not None
                                                      and getattr(evaluator, "splits", None) is not splits)):

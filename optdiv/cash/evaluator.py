@@ -9,12 +9,17 @@ serves evaluations one after another over a :func:`multiprocessing.Pipe`: the pa
 ``(task id, config)``, the worker builds ``Pipeline([("prep", make_preprocessor(X_train)), ("model",
 build(config, seed))])``, fits it on the training rows, predicts validation and test rows and sends
 the float32 predictions back. With cross-validation splits (``splits.folds`` set, see
-:func:`optdiv.cash.data.cross_validation_view`) it fits one pipeline per fold instead, all within the one
-time limit, and sends the out-of-fold validation prediction and the fold-averaged test prediction.
+:func:`optdiv.cash.data.cross_validation_view`) it fits one pipeline per fold instead, sends a progress
+message with the fold's out-of-fold predictions after each fold, and finally the whole out-of-fold
+validation prediction and the fold-averaged test prediction.
 
-The parent enforces the time limit by waiting on the pipe and on the worker's sentinel together. When
-the limit passes it ends the worker (``terminate``, then ``kill`` after a grace period), reaps it and
-records a ``"timeout"``; when the worker dies (non-zero exit, a signal such as SIGSEGV, the kernel's
+The parent enforces the time limit by waiting on the pipe and on the worker's sentinel together. Under
+cross-validation the limit is per fold: each progress message starts the next fold's limit, so a K-fold
+evaluation may take up to K times the limit in all (a model that fits in time on a holdout split fits in
+time on each fold, which is about as large). When the limit passes it ends the worker (``terminate``, then ``kill`` after a grace period), reaps it and
+records a ``"timeout"``; a cross-validation evaluation that timed out after some folds finished keeps the
+loss of those folds' out-of-fold predictions as ``partial_loss`` (a censored observation, see
+:class:`Observation`); when the worker dies (non-zero exit, a signal such as SIGSEGV, the kernel's
 OOM killer) it records a ``"failed"`` observation with the exit code or signal. Either way the next
 evaluation starts a fresh worker. Worker start-up (interpreter, imports, receiving the splits, about
 1-2 s) is not charged to the evaluation's limit; the limit covers building, fitting and predicting.
@@ -30,7 +35,8 @@ Failures
 --------
 Exceptions (with a traceback tail), timeouts, worker crashes and NaN/inf predictions all become an
 :class:`Observation` with ``status`` ``"failed"`` or ``"timeout"``, no predictions, ``test_loss=None``
-and ``val_loss = worst_loss(metric)``: a finite, JSON-friendly value no real model scores worse than:
+and ``val_loss = worst_loss(metric)`` (optimisers impute timeouts differently, see
+:func:`optdiv.cash.optimizers.imputed_loss`): a finite, JSON-friendly value no real model scores worse than:
 ``error`` 1.0, ``brier`` 2.0, ``log_loss`` ``-log(1e-15)`` (about 34.54, the loss of probability 0 on
 the true class after the clipping in :mod:`optdiv.core.metrics`), and ``1e30`` for the unbounded
 regression losses ``mse`` / ``mae``.
@@ -109,6 +115,11 @@ class Observation:
     (:data:`optdiv.cash.constraints.MEASURES`): ``fit_seconds``, and for runs that got as far as predicting
     the validation rows ``predict_seconds`` and ``predict_us_per_row``; empty for observations stored before
     measures were recorded.
+
+    A cross-validation evaluation that timed out after ``folds_done`` of ``folds_total`` folds is censored, not
+    uninformative: ``partial_loss`` is the loss of the out-of-fold predictions of those folds' rows, which
+    the optimisers use instead of the worst loss. It still has no predictions (the other folds' rows were never
+    predicted), so it never enters an ensemble. ``None`` / 0 for every other observation.
     """
 
     config: Dict[str, Any]
@@ -122,6 +133,9 @@ class Observation:
     index: int = -1
     algorithm: str = ""
     measures: Dict[str, float] = field(default_factory=dict)
+    partial_loss: Optional[float] = None
+    folds_done: int = 0
+    folds_total: int = 0
 
     @property
     def ok(self) -> bool:
@@ -249,15 +263,22 @@ def _error_text(exc: BaseException) -> str:
     return f"{head}\n{text}"
 
 
-def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict) -> dict:
+def n_folds(splits) -> int:
+    """Fits one evaluation makes on ``splits``: its number of folds, 1 for a holdout split."""
+    folds = getattr(splits, "folds", None)
+    return 1 if folds is None else len(np.unique(np.asarray(folds)))
+
+
+def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict,
+                 on_fold: Optional[Callable[[int, np.ndarray], None]] = None) -> dict:
     """Build, fit and predict one configuration; returns a plain dict (never raises Exception).
 
     Only the validation prediction is timed for ``predict_seconds`` (what a latency constraint bounds), so
     the test rows, which a search never sees, do not change which runs are feasible. Splits with ``folds``
-    (cross-validation mode) go to :func:`_fit_predict_folds`.
+    (cross-validation mode) go to :func:`_fit_predict_folds`, which calls ``on_fold`` after each fold.
     """
     if getattr(splits, "folds", None) is not None:
-        return _fit_predict_folds(build, splits, task, n_classes, seed, config)
+        return _fit_predict_folds(build, splits, task, n_classes, seed, config, on_fold)
     start = time.perf_counter()
     measures: Dict[str, float] = {}
     try:
@@ -291,14 +312,17 @@ def _predict_rows(pipe, X, task: str, n_classes: Optional[int]) -> np.ndarray:
     return _class_probabilities(pipe, X, n_classes) if task == "classification" else _regression_values(pipe, X)
 
 
-def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict) -> dict:
+def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict,
+                       on_fold: Optional[Callable[[int, np.ndarray], None]] = None) -> dict:
     """k-fold :func:`_fit_predict`: one pipeline per fold, fitted on the rows outside it; never raises Exception.
 
     The validation prediction is out-of-fold (each row predicted by the one pipeline that did not see it);
     the test prediction is the mean over the fold pipelines. ``predict_seconds`` sums the out-of-fold predict
     calls, which together predict every row once, like the holdout predict it stands for. Class probabilities
     keep every class's column even when a fold's training part lacks that class (``_class_probabilities``
-    aligns by ``classes_``). Any fold failing fails the evaluation.
+    aligns by ``classes_``). Any fold failing fails the evaluation. ``on_fold(fold, predictions of its rows)``
+    runs after each fold is done (the worker's progress message: it restarts the per-fold time limit and lets a
+    later time-out keep the finished folds' loss).
     """
     start = time.perf_counter()
     measures: Dict[str, float] = {}
@@ -329,6 +353,8 @@ def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed:
                 if splits.X_test is not None:
                     fold_test = _predict_rows(pipe, splits.X_test, task, n_classes).astype(np.float64)
                     test = fold_test if test is None else test + fold_test
+                if on_fold is not None:
+                    on_fold(int(fold), part)
         measures["predict_seconds"] = seconds
         measures["predict_us_per_row"] = seconds / max(len(X), 1) * 1e6
         if test is not None:
@@ -373,7 +399,11 @@ def _worker_main(conn) -> None:
             if msg is None:
                 return
             task_id, config = msg
-            result = _fit_predict(build, splits, task, n_classes, seed, config)
+
+            def report_fold(fold: int, part: np.ndarray, task_id=task_id) -> None:
+                conn.send((task_id, {"progress": True, "fold": fold, "val_part": part}))
+
+            result = _fit_predict(build, splits, task, n_classes, seed, config, on_fold=report_fold)
             try:
                 conn.send((task_id, result))
             except (EOFError, OSError, BrokenPipeError):
@@ -527,6 +557,10 @@ def _stop_all_workers() -> None:
 class Evaluator:
     """Evaluate configurations on fixed splits, each fit in a worker process under ``time_limit`` seconds.
 
+    With cross-validation splits (``folds`` set) ``time_limit`` bounds each fold's fit, so one evaluation may
+    take up to ``n_folds(splits) * time_limit`` seconds; a timeout after some folds keeps their loss as
+    ``partial_loss``.
+
     ``build(config, seed)`` returns an unfitted scikit-learn estimator; it must be a top-level function
     of an importable module. ``metric`` is ``error`` (alias ``accuracy``), ``log_loss`` or ``brier`` for
     classification and ``mse`` or ``mae`` for regression. ``n_classes`` defaults to one more than the
@@ -664,12 +698,16 @@ class Evaluator:
             self.close()
             return self._failed(config, index, "failed", "could not send the configuration to the worker: "
                                 + _error_text(exc), 0.0)
-        kind, payload = worker.receive(self.time_limit)
+        folds = _FoldProgress(self.splits)
+        while True:  # each fold's progress message starts the next fold's time limit
+            kind, payload = worker.receive(self.time_limit)
+            if not (kind == "msg" and folds.take(payload, task_id)):
+                break
+            worker.busy = True  # the answer is still to come
         waited = time.perf_counter() - sent
         if kind == "timeout":
             self.close()
-            return self._failed(config, index, "timeout",
-                                f"exceeded the time limit of {self.time_limit:g} s (worker ended)", waited)
+            return self._timed_out(config, index, folds, waited)
         if kind == "dead":
             self.close()
             return self._failed(config, index, "failed", _describe_exit(payload) + " during the evaluation", waited)
@@ -683,6 +721,18 @@ class Evaluator:
         if result.get("restart"):
             self.close()
         return self._observation(config, index, result)
+
+    def _timed_out(self, config, index, folds: "_FoldProgress", seconds: float) -> Observation:
+        """A timeout; under cross-validation it keeps the finished folds' loss (a censored observation)."""
+        if folds.total == 1:
+            return self._failed(config, index, "timeout",
+                                f"exceeded the time limit of {self.time_limit:g} s (worker ended)", seconds)
+        obs = self._failed(config, index, "timeout",
+                           f"fold {len(folds.done) + 1} of {folds.total} exceeded the time limit of "
+                           f"{self.time_limit:g} s per fold (worker ended; {len(folds.done)} folds finished)", seconds)
+        obs.folds_done, obs.folds_total = len(folds.done), folds.total
+        obs.partial_loss = folds.loss(self.splits.y_val, self.metric)
+        return obs
 
     def _failed(self, config, index, status, error, seconds, measures: Optional[dict] = None) -> Observation:
         """A failure keeps what was measured before it happened (``fit_seconds``: the time it took or waited)."""
@@ -714,6 +764,35 @@ class Evaluator:
             config=config, status="ok", val_loss=val_loss, test_loss=test_loss, fit_seconds=seconds, error=None,
             val_pred=val, test_pred=test, index=int(index), algorithm=algorithm, measures=_measures(measured, seconds),
         )
+
+
+class _FoldProgress:
+    """The parent's record of a cross-validation evaluation's finished folds and their out-of-fold predictions."""
+
+    def __init__(self, splits):
+        self.folds = getattr(splits, "folds", None)
+        self.total = n_folds(splits)
+        self.done: Dict[int, np.ndarray] = {}
+
+    def take(self, payload, task_id: int) -> bool:
+        """Record ``payload`` if it is a progress message of ``task_id``; False for anything else (the answer)."""
+        got_id, result = payload if isinstance(payload, tuple) and len(payload) == 2 else (None, None)
+        if got_id != task_id or not isinstance(result, dict) or not result.get("progress"):
+            return False
+        self.done[int(result["fold"])] = np.asarray(result["val_part"])
+        return True
+
+    def loss(self, y_val, metric: str) -> Optional[float]:
+        """Loss of the finished folds' out-of-fold predictions on their rows; None without a finite one."""
+        if not self.done or self.folds is None:
+            return None
+        folds = np.asarray(self.folds).reshape(-1)
+        rows = [np.flatnonzero(folds == fold) for fold in self.done]
+        pred = np.concatenate([self.done[fold] for fold in self.done])
+        if not np.all(np.isfinite(pred)):
+            return None
+        loss = float(mean_loss(pred, np.asarray(y_val)[np.concatenate(rows)], metric))
+        return loss if math.isfinite(loss) else None
 
 
 def _measures(measured: Optional[dict], seconds: float) -> Dict[str, float]:

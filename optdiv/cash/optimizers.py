@@ -105,14 +105,19 @@ class Optimizer:
             config = self.source.random(rng, seen, algorithm)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random (space exhausted)"})
         losses = _losses_with_failures(history)
+        finish = self._finish_probability(history, obs_x, cand_x, step, stream)
         if self.method == "tpe":
             scores = ParzenRatio().fit(obs_x, losses).score(cand_x)
+            if finish is not None:
+                scores = scores + np.log(np.maximum(finish, 1e-12))
             index = int(np.argmax(scores))
             return Suggestion(as_dict(candidates[index]), time.perf_counter() - start, {"strategy": "tpe"})
         forest = ProbabilisticRandomForest(n_trees=self.n_trees, seed=int(rng.integers(2**31)))
         forest.fit(obs_x, losses)
         mean, var = forest.predict(cand_x)
         ei = expected_improvement(mean, var, float(losses.min()))
+        if finish is not None:
+            ei = ei * finish
         info: Dict = {"strategy": self.method}
         if self.method == "bo":
             index = int(np.argmax(ei))
@@ -122,6 +127,21 @@ class Optimizer:
         else:
             index, info = self._diversity_choice(history, obs_x, cand_x, ei, y_val, rng, info)
         return Suggestion(as_dict(candidates[index]), time.perf_counter() - start, info)
+
+    def _finish_probability(self, history, obs_x, cand_x, step: int, stream: int) -> Optional[np.ndarray]:
+        """Each candidate's probability of finishing within the time limit, from a forest over the timeouts so far
+        (the unknown-constraint weighting of EI); None when nothing timed out, which leaves suggestions as they were.
+
+        A timeout's imputed loss (:func:`imputed_loss`) says how good its region may be; this says whether a run
+        there would finish at all, so a region where everything times out is not suggested again and again.
+        """
+        timed_out = np.array([obs.status == "timeout" for obs in history], dtype=np.float64)
+        if not timed_out.any():
+            return None
+        seed = int(np.random.default_rng([self.seed, step, stream, 0x7100]).integers(2**31))
+        forest = ProbabilisticRandomForest(n_trees=self.n_trees, seed=seed).fit(obs_x, timed_out)
+        mean, _ = forest.predict(cand_x)
+        return np.clip(1.0 - mean, 0.0, 1.0)
 
     def _diversity_choice(self, history, obs_x, cand_x, ei, y_val, rng, info):
         ok = [i for i, obs in enumerate(history) if obs.val_pred is not None]
@@ -180,9 +200,34 @@ class Optimizer:
 
 def _losses_with_failures(history) -> np.ndarray:
     """Validation losses; failed runs get the worst successful loss, so they repel without distorting the fit.
-    A pending pseudo-observation keeps its believed loss (the surrogate's own prediction for it)."""
+    A pending pseudo-observation keeps its believed loss (the surrogate's own prediction for it); a timeout
+    gets :func:`imputed_loss`, since running out of time says a configuration is slow, not that it is bad."""
     losses = np.array([obs.val_loss for obs in history], dtype=np.float64)
     ok = np.array([obs.status in ("ok", PENDING) and np.isfinite(obs.val_loss) for obs in history])
     worst = losses[ok].max() if ok.any() else 1.0
-    losses[~ok] = worst
+    typical = float(np.median(losses[ok])) if ok.any() else None
+    for i in np.flatnonzero(~ok):
+        losses[i] = imputed_loss(history[i], typical, worst) if history[i].status == "timeout" else worst
     return losses
+
+
+def imputed_loss(obs, typical: Optional[float], fallback: float) -> float:
+    """The loss a search believes of a timed-out evaluation: its finished folds at their loss, the unfinished
+    ones at ``typical`` (the median successful loss).
+
+    A cross-validation timeout's ``partial_loss`` is an honest but noisier estimate of its loss: every unfinished
+    fold is shrunk to the median, so a timeout after 4 of 5 folds counts nearly at its partial loss, one after 1
+    fold nearly at the median, and one with no finished fold (or a holdout timeout) at the median. The worst
+    loss would mark the whole region as bad and push the search away from accurate but slow algorithms (e.g.
+    gradient boosting under a tight limit); that the region is slow is what ``Optimizer._finish_probability``
+    weighs. ``fallback`` is used when nothing is known.
+    """
+    partial = getattr(obs, "partial_loss", None)
+    done = int(getattr(obs, "folds_done", 0) or 0)
+    if partial is None or not np.isfinite(partial) or done <= 0:
+        return float(typical) if typical is not None else float(fallback)
+    if typical is None:
+        return float(partial)
+    total = max(done + 1, int(getattr(obs, "folds_total", 0) or 0))
+    return float((done * partial + (total - done) * typical) / total)
+

@@ -48,8 +48,9 @@ Fault tolerance and exact resume
 - A task that raises (the evaluation itself never does: a failing model is an observation) lost its
   worker, was cancelled or could not send its result: it is re-queued once, and recorded as ``"failed"``
   with the reason when it is lost again.
-- No wait is unbounded: an evaluation without a result ``time_limit + START_TIMEOUT + DEADLINE_SLACK``
-  seconds after it was submitted counts as lost.
+- No wait is unbounded: an evaluation without a result ``time_limit * folds + START_TIMEOUT + DEADLINE_SLACK``
+  seconds after it was submitted counts as lost (``folds``: 1 on a holdout split, K under K-fold
+  cross-validation, where the time limit is per fold).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ import numpy as np
 
 from optdiv.cash.candidates import SpaceCandidates
 from optdiv.cash.constraints import enforce
-from optdiv.cash.evaluator import START_TIMEOUT, WORST_LOSS, Evaluator, Observation, algorithm_of
+from optdiv.cash.evaluator import START_TIMEOUT, WORST_LOSS, Evaluator, Observation, algorithm_of, n_folds
 from optdiv.cash.faults import FaultInjectingEvaluator, FaultPlan, mark, restore_config
 from optdiv.cash.optimizers import PENDING, _losses_with_failures
 from optdiv.cash.store import cut_torn_line, to_jsonable
@@ -442,7 +443,7 @@ def parallel_loop(strategy, evaluator, history: Sequence, *, y_val, budget: Opti
     stats = {"workers": None, "requeued": [], "lost": [], "reissued": list(reissue), "startup_seconds": 0.0}
     running: Dict[object, _Running] = {}
     losses: Dict[int, int] = {}
-    deadline_seconds = spec.time_limit + START_TIMEOUT + DEADLINE_SLACK
+    deadline_seconds = spec.time_limit * n_folds(splits) + START_TIMEOUT + DEADLINE_SLACK
 
     def ordered() -> List[Observation]:
         return [finished[i] for i in sorted(finished)]

@@ -17,8 +17,10 @@ always has its arrays. A crash while appending leaves at most a torn last line (
 :meth:`RunStore.load` ignores it and the next :meth:`RunStore.append` cuts it off before writing.
 A log line whose arrays are missing (deleted by hand) is skipped with a warning.
 
-Each log line also carries the observation's ``measures`` (what black-box constraints can name); lines
-written before measures were recorded have none and load with an empty dict.
+Each log line also carries the observation's ``measures`` (what black-box constraints can name) and, for a
+cross-validation timeout, the censored ``partial_loss`` with ``folds_done`` / ``folds_total`` (a resumed
+search imputes it as the uninterrupted one did); lines written before these were recorded load with an empty
+dict and ``None`` / 0.
 
 One writer per run directory at a time.
 """
@@ -155,6 +157,15 @@ def _read_measures(stored: Any) -> dict:
     return out
 
 
+def _read_float(stored: Any) -> Optional[float]:
+    """A finite float, or None for an absent (older log) or unreadable entry."""
+    try:
+        value = float(stored)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
 class RunStore:
     """Read and append the observations of one run directory (created when missing)."""
 
@@ -258,6 +269,9 @@ class RunStore:
                     index=int(record["index"]),
                     algorithm=record.get("algorithm", ""),
                     measures=_read_measures(record.get("measures")),
+                    partial_loss=_read_float(record.get("partial_loss")),
+                    folds_done=int(record.get("folds_done") or 0),
+                    folds_total=int(record.get("folds_total") or 0),
                 )
             )
         out.sort(key=lambda obs: obs.index)  # stable: a sequential log is already in this order
@@ -293,6 +307,9 @@ class RunStore:
             "error": obs.error,
             "config": to_jsonable(dict(obs.config)),
             "measures": to_jsonable(dict(getattr(obs, "measures", None) or {})),
+            "partial_loss": to_jsonable(getattr(obs, "partial_loss", None)),
+            "folds_done": int(getattr(obs, "folds_done", 0) or 0),
+            "folds_total": int(getattr(obs, "folds_total", 0) or 0),
             "val_pred": None,
             "test_pred": None,
         }

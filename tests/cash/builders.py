@@ -48,6 +48,20 @@ class Sleeper(MajorityLabel):
         return super().fit(X, y)
 
 
+class SlowOnLarge(MajorityLabel):
+    """Sleeps ``seconds`` in fit when it gets more than ``rows`` training rows: with uneven folds, only the fold
+    whose training part is largest is slow."""
+
+    def __init__(self, rows=0, seconds=0.0):
+        self.rows = rows
+        self.seconds = seconds
+
+    def fit(self, X, y):
+        if len(X) > self.rows:
+            time.sleep(self.seconds)
+        return super().fit(X, y)
+
+
 class NaNProba(MajorityLabel):
     def predict_proba(self, X):
         return np.full((len(X), len(self.classes_)), np.nan)
@@ -93,6 +107,10 @@ def sleeper(config, seed):
     return Sleeper(config.get("sleep", 0.0))
 
 
+def slow_on_large(config, seed):
+    return SlowOnLarge(config["rows"], config["sleep"])
+
+
 def nan_proba(config, seed):
     return NaNProba()
 
@@ -113,7 +131,7 @@ def by_name(config, seed):
     """Dispatch on config["algorithm"], so one worker can serve every kind of model."""
     return {
         "logreg": logreg, "majority": majority, "refusing": refusing, "sleeper": sleeper, "nan": nan_proba,
-        "exit": exiter, "raise": raiser, "hog": hog, "ridge": ridge, "svc": svc,
+        "exit": exiter, "raise": raiser, "hog": hog, "ridge": ridge, "svc": svc, "slow_on_large": slow_on_large,
     }[config["algorithm"]](config, seed)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from optdiv.cash.baselines.contest import integer_log, round_budget, statistical_survivors, top_survivors
 from optdiv.cash.candidates import SpaceCandidates, seen_keys
 from optdiv.cash.evaluator import WORST_LOSS
-from optdiv.cash.optimizers import Optimizer, Suggestion
+from optdiv.cash.optimizers import Optimizer, Suggestion, imputed_loss
 
 #: algorithm -> (family, super-family): the similarity tree the splitter merges along.
 SIMILARITY = {
@@ -150,8 +150,14 @@ class DACOpt:
                 return nxt, positions, survivors
 
     def _loss(self, history: Sequence, position: int) -> float:
+        """A run's loss; a timeout is imputed as the optimisers do (slow is not bad), other failures are worst."""
         obs = history[position]
-        return obs.val_loss if obs.status == "ok" and np.isfinite(obs.val_loss) else WORST_LOSS[self.metric]
+        if obs.status == "ok" and np.isfinite(obs.val_loss):
+            return obs.val_loss
+        if obs.status == "timeout":
+            ok = [o.val_loss for o in history if o.status == "ok" and np.isfinite(o.val_loss)]
+            return imputed_loss(obs, float(np.median(ok)) if ok else None, WORST_LOSS[self.metric])
+        return WORST_LOSS[self.metric]
 
     def _best(self, history: Sequence, positions: Sequence[int]) -> float:
         return min((self._loss(history, p) for p in positions), default=WORST_LOSS[self.metric])
