@@ -10,9 +10,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
+from optdiv.cash.budget import FINISH_SECONDS, LOAD_BYTES_PER_SECOND, Deadline, DurationPredictor, deadline_for
 from optdiv.cash.constraints import Constraint, InfeasibleSearchError, enforce, parse_constraints, settings_form
 from optdiv.cash.data import Splits, cross_validation_view, split
-from optdiv.cash.budget import FINISH_SECONDS, LOAD_BYTES_PER_SECOND, Deadline, DurationPredictor, deadline_for
 from optdiv.cash.evaluator import DEADLINE, Evaluator, algorithm_of, build_pipeline
 from optdiv.cash.faults import inject_faults, parse_faults
 from optdiv.cash.final_ensemble import (
@@ -230,10 +230,18 @@ def search(
     parallel_stats = None
     predictor = DurationPredictor(history)
     stopped = None
+    fill_ins = 0
+
+    latest = {"history": history}  # the parallel loop hands its finished observations over as they come
 
     def search_left() -> float:
         """Seconds the search may still use: the time left less what building the final model needs."""
-        return deadline.left() - _finish_reserve(history, pipelines, digest, refit, n_folds, ensemble_size)
+        return deadline.left() - _finish_reserve(latest["history"], pipelines, digest, refit, n_folds, ensemble_size)
+
+    def finished(done: List, ensemble: Sequence[int] = ()) -> None:
+        latest["history"] = done
+        if digest is not None:
+            pipelines.prune(digest, done, protect=ensemble)
 
     if wants_parallel(workers, scheduler, store, history):
         from optdiv.cash.parallel import parallel_loop
@@ -242,7 +250,7 @@ def search(
             strategy, evaluator, history, y_val=splits.y_val, budget=budget,
             time_left=None if deadline is None else search_left, predictor=predictor, space=space, seed=seed,
             store=store, constraints=constraints, progress=progress, workers=workers, scheduler=scheduler,
-            on_finished=None if digest is None else lambda done: pipelines.prune(digest, done))
+            on_finished=finished)
         stopped = parallel_stats.get("stopped")
     time_limited = _accepts_time_limit(evaluator)
     try:
@@ -252,19 +260,31 @@ def search(
                 stopped = "time budget: no evaluation fits in the time left"
                 break
             suggestion = strategy.suggest(history, y_val=splits.y_val)
+            config = suggestion.config
             options = {}
             if deadline is not None:
                 left = search_left()
-                if left <= 0 or predictor.predict(algorithm_of(suggestion.config)) > left:
+                if left > 0 and predictor.predict(algorithm_of(config)) > left:
+                    fill_in = None if candidates is not None else _fitting_configuration(space, predictor, left,
+                                                                                          history, seed)
+                    fill_ins += fill_in is not None
+                    if fill_in is not None:
+                        config = fill_in
+                    elif algorithm_of(config) not in predictor.seconds:
+                        pass  # nothing known fits, and this one's duration is unknown: try it, capped at the deadline
+                    else:
+                        config = None
+                if left <= 0 or config is None:
                     stopped = (f"time budget: the next evaluation ({algorithm_of(suggestion.config) or 'unknown'}) "
                                f"would not fit in the {max(left, 0.0):.1f} s left")
                     break
                 if time_limited:
                     options["time_limit"] = left
             began = time.perf_counter()
-            obs = evaluator.evaluate(suggestion.config, index=len(history), **options)
+            obs = evaluator.evaluate(config, index=len(history), **options)
             # a worker's start-up (the first evaluation, or after a timeout) is no part of the algorithm's duration
-            predictor.observe(obs.algorithm, time.perf_counter() - began - getattr(evaluator, "last_start_seconds", 0.0))
+            start_up = getattr(evaluator, "last_start_seconds", 0.0)
+            predictor.observe(obs.algorithm, time.perf_counter() - began - start_up)
             if obs.status == DEADLINE:  # the run's time ran out, not the configuration's: nothing to learn
                 stopped = "time budget: the last evaluation was stopped at the deadline and discarded"
                 break
@@ -273,12 +293,12 @@ def search(
             if store is not None:
                 store.append(obs)
             history.append(obs)
-            if digest is not None:
-                pipelines.prune(digest, history)
+            finished(history, _current_ensemble(suggestion, history))
             if progress is not None:
                 progress(len(history), budget, obs)
     finally:
         evaluator.close()
+    search_seconds = time.perf_counter() - (start if started is None else started)
     if not any(obs.status == "ok" for obs in history) and stopped is not None:
         raise RuntimeError(f"no evaluation finished within the time budget of {time_budget:g} s "
                            f"({len(history)} evaluated); raise the time budget")
@@ -299,7 +319,8 @@ def search(
               "constraints": settings_form(constraints), "cv": n_folds,
               "evaluation": "holdout" if n_folds is None else f"{n_folds}-fold CV", **choice.info,
               **({} if parallel_stats is None else {"parallel": parallel_stats}),
-              **({} if stopped is None else {"stopped": stopped})},
+              "search_seconds": search_seconds, **({} if stopped is None else {"stopped": stopped}),
+              **({"time_fill_ins": fill_ins} if fill_ins else {})},
         stacker=choice.stacker,
         vote=choice.vote,
         pipelines=pipelines,
@@ -315,6 +336,33 @@ def search(
         result.test_loss = float(mean_loss(test_pred, splits.y_test, loss))
         result.model = model
     return result
+
+
+def _current_ensemble(suggestion, history: Sequence) -> List[int]:
+    """Evaluation indices of the ensemble a diversity-aware suggestion was made for (its pool), if it says."""
+    info = getattr(suggestion, "info", None)
+    pool = info.get("pool", ()) if isinstance(info, dict) else ()
+    return [history[i].index for i in pool if 0 <= int(i) < len(history)]
+
+
+def _fitting_configuration(space: SearchSpace, predictor: DurationPredictor, left: float, history: Sequence,
+                           seed: int) -> Optional[Dict]:
+    """A random new configuration of an algorithm already seen to fit in ``left`` seconds, or None.
+
+    Near the deadline the strategy's suggestion may be predicted not to fit while faster algorithms would: the
+    time left then still buys evaluations (random ones, as in the initial design), instead of being lost.
+    Deterministic in (seed, number of evaluations), so a resumed run draws the same.
+    """
+    from optdiv.cash.candidates import SpaceCandidates, seen_keys
+
+    fitting = [a for a in space.algorithms if a in predictor.seconds and predictor.predict(a) <= left]
+    if not fitting:
+        return None
+    rng = np.random.default_rng([int(seed), len(history), 0x71AE])
+    try:
+        return SpaceCandidates(space).random(rng, seen_keys(history), algorithm=fitting)
+    except RuntimeError:
+        return None
 
 
 def _accepts_time_limit(evaluator) -> bool:
@@ -403,6 +451,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     skipped: the members stay fitted on train, and ``result.info["final_model"]`` says so.
     Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing.
     """
+    began = time.perf_counter()
     deadline = result.deadline if deadline is None else deadline
     X, y = splits.X_train, splits.y_train
     report = {"rows": "train+validation" if getattr(splits, "folds", None) is not None else "train"}
@@ -436,6 +485,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                      "source": source})
     report["loaded"] = sum(member["source"] == "saved" for member in info)
     report["refitted"] = len(info) - report["loaded"]
+    report["seconds"] = time.perf_counter() - began
     result.info["final_model"] = report
     columns = list(columns) if columns is not None else list(X.columns)
     return EnsembleModel(members, result.weights, task, classes, columns, info, stacker=result.stacker,

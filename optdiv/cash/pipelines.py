@@ -6,7 +6,8 @@ outside any time budget. The evaluator's worker therefore saves each successful 
 is only ever reused for the very rows it would be refitted on (a refit on train+validation, or a resumed run
 over other rows, finds nothing and refits). The folder is ``models/`` in a run directory, or a temporary
 folder the search owns and removes once the final model is built. Disk use is bounded: only the
-:data:`KEEP_BEST` best pipelines by validation loss, and no more than :data:`KEEP_BYTES` of them, are kept.
+:data:`KEEP_BEST` best pipelines by validation loss (no more than :data:`KEEP_BYTES` of them) and those of the
+search's current ensemble (a diverse member may rank low) are kept.
 Cross-validation fits (one pipeline per fold, on a part of the rows) are not saved.
 """
 
@@ -18,12 +19,13 @@ import shutil
 import tempfile
 import weakref
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
-#: Best successful evaluations (by validation loss) whose fitted pipelines are kept; the others are deleted.
-KEEP_BEST = 50
+#: Best successful evaluations (by validation loss) whose fitted pipelines are kept, besides the current
+#: ensemble's members; the others are deleted.
+KEEP_BEST = 100
 
 #: Most bytes of kept pipelines (the worst-ranked beyond it are deleted): a random forest can be tens of MB.
 KEEP_BYTES = 2 * 1024**3
@@ -104,14 +106,16 @@ class SavedPipelines:
                 pass
         return total
 
-    def prune(self, digest: str, history: Sequence, keep: int = KEEP_BEST, keep_bytes: int = KEEP_BYTES) -> None:
+    def prune(self, digest: str, history: Sequence, keep: int = KEEP_BEST, keep_bytes: int = KEEP_BYTES,
+              protect: Iterable[int] = ()) -> None:
         """Delete the pipelines of ``digest`` that are not among the ``keep`` best successful evaluations
-        (by validation loss, then index), or that lie beyond ``keep_bytes`` in that ranking."""
+        (by validation loss, then index) or lie beyond ``keep_bytes`` in that ranking, unless their evaluation
+        index is in ``protect`` (the members of the search's current ensemble)."""
         folder = self.folder / digest
         if not folder.is_dir():
             return
         ok = sorted((obs for obs in history if obs.status == "ok"), key=lambda obs: (obs.val_loss, obs.index))
-        kept, total = set(), 0
+        kept, total = {f"{int(index):05d}{SUFFIX}" for index in protect}, 0
         for obs in ok[:keep]:
             try:
                 size = self.path(digest, obs.index).stat().st_size

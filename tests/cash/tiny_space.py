@@ -128,7 +128,7 @@ class SlowFit(BaseEstimator, ClassifierMixin):
 def build_timed(config, seed):
     if config["algorithm"] == "slow":
         return SlowFit(SLOW_FIT_SECONDS)
-    return CountingTree(max_depth=config["depth"], random_state=seed)
+    return CountingTree(max_depth=config["depth"], min_samples_leaf=config["leaf"], random_state=seed)
 
 
 def timed_space(with_slow: bool = True) -> SearchSpace:
@@ -137,7 +137,9 @@ def timed_space(with_slow: bool = True) -> SearchSpace:
     space = cs_compat.new_space("timed", seed=0)
     algorithm = cs_compat.categorical("algorithm", ["tree", "slow"] if with_slow else ["tree"], default="tree")
     depth = cs_compat.uniform_int("depth", 1, 8, default=3)
-    cs_compat.add_hyperparameters(space, [algorithm, depth])
-    cs_compat.add_conditions(space, [cs_compat.equals(depth, algorithm, "tree")])
+    leaf = cs_compat.uniform_int("leaf", 1, 50, default=1)
+    cs_compat.add_hyperparameters(space, [algorithm, depth, leaf])
+    cs_compat.add_conditions(space, [cs_compat.equals(depth, algorithm, "tree"),
+                                     cs_compat.equals(leaf, algorithm, "tree")])
     return SearchSpace.from_configspace(space, build_timed, "classification", name="timed",
                                         algorithm_key="algorithm")
