@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import List, Optional
 
 from optdiv import __version__
@@ -146,6 +147,7 @@ class ProgressBar:
 
 
 def _run(args) -> int:
+    started = time.perf_counter()  # --time-budget counts the imports below (seconds on a busy machine) too
     from optdiv.cash.engine import run
 
     bar = None if args.quiet else ProgressBar()
@@ -176,6 +178,7 @@ def _run(args) -> int:
             faults=args.inject_faults,
             memory_limit_mb=args.memory_limit,
             progress=bar,
+            started=started,
         )
     finally:
         if bar is not None:

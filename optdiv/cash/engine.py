@@ -539,6 +539,7 @@ def run(
     out: Optional[str] = None,
     resume: bool = False,
     seed: int = 0,
+    started: Optional[float] = None,
     **options,
 ):
     """Load data, split 60/20/20, search, save ``result.json`` and ``model.joblib`` under ``out``.
@@ -546,12 +547,12 @@ def run(
     ``cv=k`` (in ``options``) evaluates by k-fold cross-validation over the train+validation rows instead of
     the validation split; the saved model's members are then fitted on all of those rows.
 
-    ``time_budget`` (in ``options``) counts from the start of this call and covers loading the data, the
-    search, the final model and writing it.
+    ``time_budget`` (in ``options``) counts from ``started`` (a ``time.perf_counter()`` reading; default: the
+    start of this call) and covers loading the data, the search, the final model and writing it.
     """
     import joblib
 
-    started = time.perf_counter()
+    started = time.perf_counter() if started is None else started
 
     from optdiv.cash.data import load_dataset
 
