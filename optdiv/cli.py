@@ -146,8 +146,7 @@ class ProgressBar:
         self.stream.flush()
 
 
-def _run(args) -> int:
-    started = time.perf_counter()  # --time-budget counts the imports below (seconds on a busy machine) too
+def _run(args, started: float) -> int:
     from optdiv.cash.engine import run
 
     bar = None if args.quiet else ProgressBar()
@@ -276,6 +275,7 @@ def _methods() -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    started = time.perf_counter()  # run's --time-budget counts the imports (seconds on a busy machine) too
     from optdiv.cash.constraints import InfeasibleSearchError
     from optdiv.cash.parallel import DaskUnavailable
 
@@ -283,7 +283,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "run":
-            return _run(args)
+            return _run(args, started)
         if args.command == "predict":
             return _predict(args)
         if args.command == "bench":
