@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -9,9 +10,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
+from optdiv.cash.budget import FINISH_SECONDS, LOAD_BYTES_PER_SECOND, Deadline, DurationPredictor, deadline_for
 from optdiv.cash.constraints import Constraint, InfeasibleSearchError, enforce, parse_constraints, settings_form
 from optdiv.cash.data import Splits, cross_validation_view, split
-from optdiv.cash.evaluator import Evaluator, build_pipeline
+from optdiv.cash.evaluator import DEADLINE, Evaluator, algorithm_of, build_pipeline
 from optdiv.cash.faults import inject_faults, parse_faults
 from optdiv.cash.final_ensemble import (
     BUILDERS,
@@ -24,8 +26,9 @@ from optdiv.cash.final_ensemble import (
 )
 from optdiv.cash.methods import MethodSpec, get_method, make_strategy
 from optdiv.cash.parallel import wants_parallel
+from optdiv.cash.pipelines import SavedPipelines, rows_digest
 from optdiv.cash.spaces import SearchSpace, get_space
-from optdiv.cash.store import RunStore, RunStoreError
+from optdiv.cash.store import MODELS_DIR, RunStore, RunStoreError
 from optdiv.core.metrics import mean_loss
 
 CLASSIFICATION_METRICS = {"error": "error", "accuracy": "error", "log_loss": "log_loss", "brier": "brier"}
@@ -106,6 +109,13 @@ class SearchResult:
     info: Dict = field(default_factory=dict)
     stacker: Optional[Stacker] = None
     vote: bool = False
+    pipelines: Optional[SavedPipelines] = None  # the evaluator's saved fits, which fit_model loads
+    deadline: Optional[Deadline] = None  # when the whole call must end (fit_model keeps to it too)
+
+
+#: Members whose refit time is reserved when the final model must refit them (cross-validation, pipelines not
+#: saved, refit on train+validation): about as many distinct members as ensemble selection keeps.
+REFIT_MEMBERS = 10
 
 
 def search(
@@ -138,6 +148,7 @@ def search(
     scheduler: Optional[str] = None,
     faults=None,
     memory_limit_mb: Optional[int] = None,
+    started: Optional[float] = None,
 ) -> SearchResult:
     """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the final model.
 
@@ -160,6 +171,14 @@ def search(
     bounds each fold's fit, so one evaluation may take up to ``cv * time_limit`` seconds; an evaluation that times
     out after some folds is stored as a ``"timeout"`` with those folds' ``partial_loss``, which the optimisers use
     (see :func:`optdiv.cash.optimizers.imputed_loss`) but no final model does (it has no predictions).
+
+    ``time_budget`` counts from ``started`` (a ``time.perf_counter()`` reading; default: now), so a caller
+    such as ``OptDivClassifier.fit`` counts its own preparation too, and covers the final model: the search
+    keeps back the predicted time of building it (:func:`_finish_reserve`), starts no evaluation whose
+    predicted duration (:class:`~optdiv.cash.budget.DurationPredictor`) does not fit in the time left, and
+    caps every evaluation at the time left. An evaluation cut at the deadline is discarded, not stored. The
+    live evaluator saves each fitted pipeline (``models/`` of the run directory, or a temporary folder) so
+    :func:`fit_model` loads the members instead of refitting them.
     """
     if evaluator is not None and (cv is not None or (getattr(splits, "folds", None) is not None
                                                      and getattr(evaluator, "splits", None) is not splits)):
@@ -198,35 +217,94 @@ def search(
     if hasattr(strategy, "set_constraints"):  # a constraint-aware strategy (ADMM) wants the bounds themselves
         strategy.set_constraints(list(constraints))
     faults = parse_faults(faults, seed)
+    start = time.perf_counter()
+    deadline = deadline_for(time_budget, start if started is None else started)
+    pipelines = None
     if evaluator is None:
+        if scheduler is None:  # a remote cluster's workers cannot write into this machine's folder
+            pipelines = SavedPipelines(None if store is None else store.directory / MODELS_DIR)
         evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed,
-                              memory_limit_mb=memory_limit_mb)
+                              memory_limit_mb=memory_limit_mb,
+                              pipelines_dir=None if pipelines is None else pipelines.folder)
+    digest = getattr(evaluator, "rows_digest", None)  # None: nothing is saved (cross-validation, a replay)
     evaluator = inject_faults(evaluator, faults)
     history = store.load() if store is not None else []
     suggest_seconds: List[float] = []
-    start = time.perf_counter()
     parallel_stats = None
+    predictor = DurationPredictor(history)
+    stopped = None
+    fill_ins = 0
+
+    latest = {"history": history}  # the parallel loop hands its finished observations over as they come
+
+    def search_left() -> float:
+        """Seconds the search may still use: the time left less what building the final model needs."""
+        return deadline.left() - _finish_reserve(latest["history"], pipelines, digest, refit, n_folds, ensemble_size)
+
+    def finished(done: List, ensemble: Sequence[int] = ()) -> None:
+        latest["history"] = done
+        if digest is not None:
+            pipelines.prune(digest, done, protect=ensemble)
+
     if wants_parallel(workers, scheduler, store, history):
         from optdiv.cash.parallel import parallel_loop
 
         history, suggest_seconds, parallel_stats = parallel_loop(
-            strategy, evaluator, history, y_val=splits.y_val, budget=budget, time_budget=time_budget, start=start,
-            space=space, seed=seed, store=store, constraints=constraints, progress=progress, workers=workers,
-            scheduler=scheduler)
+            strategy, evaluator, history, y_val=splits.y_val, budget=budget,
+            time_left=None if deadline is None else search_left, predictor=predictor, space=space, seed=seed,
+            store=store, constraints=constraints, progress=progress, workers=workers, scheduler=scheduler,
+            on_finished=finished)
+        stopped = parallel_stats.get("stopped")
+    time_limited = _accepts_time_limit(evaluator)
     try:
-        while parallel_stats is None and (budget is None or len(history) < budget) and (
-            time_budget is None or time.perf_counter() - start < time_budget
-        ):
+        while parallel_stats is None and (budget is None or len(history) < budget):
+            if deadline is not None and search_left() <= (suggest_seconds[-1] if suggest_seconds else 0.0) + \
+                    predictor.fastest():
+                stopped = "time budget: no evaluation fits in the time left"
+                break
             suggestion = strategy.suggest(history, y_val=splits.y_val)
+            config = suggestion.config
+            options = {}
+            if deadline is not None:
+                left = search_left()
+                if left > 0 and predictor.predict(algorithm_of(config)) > left:
+                    fill_in = None if candidates is not None else _fitting_configuration(space, predictor, left,
+                                                                                          history, seed)
+                    fill_ins += fill_in is not None
+                    if fill_in is not None:
+                        config = fill_in
+                    elif algorithm_of(config) not in predictor.seconds:
+                        pass  # nothing known fits, and this one's duration is unknown: try it, capped at the deadline
+                    else:
+                        config = None
+                if left <= 0 or config is None:
+                    stopped = (f"time budget: the next evaluation ({algorithm_of(suggestion.config) or 'unknown'}) "
+                               f"would not fit in the {max(left, 0.0):.1f} s left")
+                    break
+                if time_limited:
+                    options["time_limit"] = left
+            began = time.perf_counter()
+            obs = evaluator.evaluate(config, index=len(history), **options)
+            # a worker's start-up (the first evaluation, or after a timeout) is no part of the algorithm's duration
+            start_up = getattr(evaluator, "last_start_seconds", 0.0)
+            predictor.observe(obs.algorithm, time.perf_counter() - began - start_up)
+            if obs.status == DEADLINE:  # the run's time ran out, not the configuration's: nothing to learn
+                stopped = "time budget: the last evaluation was stopped at the deadline and discarded"
+                break
             suggest_seconds.append(suggestion.seconds)
-            obs = enforce(evaluator.evaluate(suggestion.config, index=len(history)), constraints)
+            obs = enforce(obs, constraints)
             if store is not None:
                 store.append(obs)
             history.append(obs)
+            finished(history, _current_ensemble(suggestion, history))
             if progress is not None:
                 progress(len(history), budget, obs)
     finally:
         evaluator.close()
+    search_seconds = time.perf_counter() - (start if started is None else started)
+    if not any(obs.status == "ok" for obs in history) and stopped is not None:
+        raise RuntimeError(f"no evaluation finished within the time budget of {time_budget:g} s "
+                           f"({len(history)} evaluated); raise the time budget")
     if constraints:
         _require_feasible(history, constraints)
     choice, val_pred = finalize(spec, strategy, history, splits.y_val, loss, ensemble, ensemble_size, seed, task,
@@ -243,13 +321,17 @@ def search(
         info={"method": spec.name, "strategy": spec.strategy, "final": spec.final, "metric": loss, "space": space.name,
               "constraints": settings_form(constraints), "cv": n_folds,
               "evaluation": "holdout" if n_folds is None else f"{n_folds}-fold CV", **choice.info,
-              **({} if parallel_stats is None else {"parallel": parallel_stats})},
+              **({} if parallel_stats is None else {"parallel": parallel_stats}),
+              "search_seconds": search_seconds, **({} if stopped is None else {"stopped": stopped}),
+              **({"time_fill_ins": fill_ins} if fill_ins else {})},
         stacker=choice.stacker,
         vote=choice.vote,
+        pipelines=pipelines,
+        deadline=deadline,
     )
     if splits.y_test is not None:
         if refit:
-            model = fit_model(result, space, splits, task, classes, columns, seed, refit=True)
+            model = fit_model(result, space, splits, task, classes, columns, seed, refit=True, deadline=deadline)
             test_pred = _model_prediction(model, splits.X_test, task)
         else:
             test_pred = choice.combine([history[i].test_pred for i in choice.members])
@@ -257,6 +339,65 @@ def search(
         result.test_loss = float(mean_loss(test_pred, splits.y_test, loss))
         result.model = model
     return result
+
+
+def _current_ensemble(suggestion, history: Sequence) -> List[int]:
+    """Evaluation indices of the ensemble a diversity-aware suggestion was made for (its pool), if it says."""
+    info = getattr(suggestion, "info", None)
+    pool = info.get("pool", ()) if isinstance(info, dict) else ()
+    return [history[i].index for i in pool if 0 <= int(i) < len(history)]
+
+
+def _fitting_configuration(space: SearchSpace, predictor: DurationPredictor, left: float, history: Sequence,
+                           seed: int) -> Optional[Dict]:
+    """A random new configuration of an algorithm already seen to fit in ``left`` seconds, or None.
+
+    Near the deadline the strategy's suggestion may be predicted not to fit while faster algorithms would: the
+    time left then still buys evaluations (random ones, as in the initial design), instead of being lost.
+    Deterministic in (seed, number of evaluations), so a resumed run draws the same.
+    """
+    from optdiv.cash.candidates import SpaceCandidates, seen_keys
+
+    fitting = [a for a in space.algorithms if a in predictor.seconds and predictor.predict(a) <= left]
+    if not fitting:
+        return None
+    rng = np.random.default_rng([int(seed), len(history), 0x71AE])
+    try:
+        return SpaceCandidates(space).random(rng, seen_keys(history), algorithm=fitting)
+    except RuntimeError:
+        return None
+
+
+def _accepts_time_limit(evaluator) -> bool:
+    """Whether ``evaluator.evaluate`` takes a per-call ``time_limit`` (the live one does; a replay needs none)."""
+    try:
+        return "time_limit" in inspect.signature(evaluator.evaluate).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _finish_reserve(history: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
+                    n_folds: Optional[int], ensemble_size: int) -> float:
+    """Predicted seconds from the end of the search to the end of the call: :data:`FINISH_SECONDS`, loading
+    (and saving again) the best saved pipelines, and refitting the likely members that are not saved.
+
+    The likely members are the :data:`REFIT_MEMBERS` best successful runs; a k-fold evaluation's
+    ``fit_seconds`` covers k fits on (k-1)/k of the rows, one refit on all rows about 1/(k-1) of it; a refit on
+    train+validation fits a third more rows than the 60 % training part.
+    """
+    ok = sorted((obs for obs in history if obs.status == "ok"), key=lambda obs: (obs.val_loss, obs.index))
+    reserve = FINISH_SECONDS
+    if digest is not None and pipelines is not None:
+        best = [obs.index for obs in ok[:max(1, min(ensemble_size, REFIT_MEMBERS))]]
+        reserve += 2 * pipelines.bytes_of(digest, best) / LOAD_BYTES_PER_SECOND
+    if digest is None or refit:
+        seconds = sum(obs.fit_seconds for obs in ok[:REFIT_MEMBERS])
+        if n_folds is not None:
+            seconds /= max(n_folds - 1, 1)
+        elif refit:
+            seconds *= 4 / 3
+        reserve += seconds
+    return reserve
 
 
 def _check_stored_constraints(store: RunStore, constraints: List[Constraint]) -> None:
@@ -303,26 +444,52 @@ def _require_feasible(history: List, constraints: List[Constraint]) -> None:
     )
 
 
-def fit_model(result: SearchResult, space, splits: Splits, task, classes, columns, seed, refit=False) -> EnsembleModel:
-    """Refit the chosen members (on train, or train+validation with ``refit``) into one predictor.
+def fit_model(result: SearchResult, space, splits: Splits, task, classes, columns, seed, refit=False,
+              deadline: Optional[Deadline] = None) -> EnsembleModel:
+    """The chosen members (fitted on train, or train+validation with ``refit``) as one predictor.
 
+    A member the evaluator saved for the same rows (``result.pipelines``) is loaded, not refitted; the others
+    (an older run without saved pipelines, cross-validation, a pruned one) are refitted. Under a ``deadline``
+    (default: the search's) a refit on train+validation that is not predicted to fit in the time left is
+    skipped: the members stay fitted on train, and ``result.info["final_model"]`` says so.
     Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing.
     """
+    began = time.perf_counter()
+    deadline = result.deadline if deadline is None else deadline
     X, y = splits.X_train, splits.y_train
+    report = {"rows": "train+validation" if getattr(splits, "folds", None) is not None else "train"}
     if refit and getattr(splits, "folds", None) is None:
         import pandas as pd
 
-        X = pd.concat([splits.X_train, splits.X_val], axis=0)
-        y = np.concatenate([splits.y_train, splits.y_val])
+        X_all = pd.concat([splits.X_train, splits.X_val], axis=0)
+        needed = len(X_all) / max(len(X), 1) * sum(result.history[i].fit_seconds for i in result.member_indices)
+        left = None if deadline is None else deadline.left() - FINISH_SECONDS
+        if left is not None and needed > left:
+            report["refit_skipped"] = (f"refitting on train+validation was predicted to take {needed:.1f} s, "
+                                       f"{max(left, 0.0):.1f} s were left in the time budget: members fitted on train")
+        else:
+            X, y = X_all, np.concatenate([splits.y_train, splits.y_val])
+            report["rows"] = "train+validation"
+    saved = result.pipelines
+    digest = None if saved is None else rows_digest(X, y)
     members, info = [], []
     for i, weight in zip(result.member_indices, result.weights):
         obs = result.history[i]
-        pipe = build_pipeline(space.build, obs.config, X, seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the same chatter the evaluator already silenced for this model
-            pipe.fit(X, y)
+        pipe = None if digest is None else saved.load(digest, obs.index)
+        source = "saved"
+        if pipe is None:
+            source = "refitted"
+            pipe = build_pipeline(space.build, obs.config, X, seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the same chatter the evaluator already silenced for this model
+                pipe.fit(X, y)
         members.append(pipe)
-        info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss})
+        info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss,
+                     "source": source})
+    report["loaded"] = sum(member["source"] == "saved" for member in info)
+    report["refitted"] = len(info) - report["loaded"]
+    report["seconds"] = time.perf_counter() - began
+    result.info["final_model"] = report
     columns = list(columns) if columns is not None else list(X.columns)
     return EnsembleModel(members, result.weights, task, classes, columns, info, stacker=result.stacker,
                          vote=result.vote)
@@ -363,6 +530,8 @@ def result_summary(result: SearchResult, dataset_name: str, task: str) -> Dict:
         ],
         "suggest_seconds": [round(s, 6) for s in result.suggest_seconds],
         "total_seconds": result.total_seconds,
+        "stopped": result.info.get("stopped"),
+        "final_model": result.info.get("final_model"),
     }
 
 
@@ -373,14 +542,20 @@ def run(
     out: Optional[str] = None,
     resume: bool = False,
     seed: int = 0,
+    started: Optional[float] = None,
     **options,
 ):
     """Load data, split 60/20/20, search, save ``result.json`` and ``model.joblib`` under ``out``.
 
     ``cv=k`` (in ``options``) evaluates by k-fold cross-validation over the train+validation rows instead of
     the validation split; the saved model's members are then fitted on all of those rows.
+
+    ``time_budget`` (in ``options``) counts from ``started`` (a ``time.perf_counter()`` reading; default: the
+    start of this call) and covers loading the data, the search, the final model and writing it.
     """
     import joblib
+
+    started = time.perf_counter() if started is None else started
 
     from optdiv.cash.data import load_dataset
 
@@ -424,12 +599,17 @@ def run(
         store=store,
         classes=dataset.classes,
         columns=list(dataset.X.columns),
+        started=started,
         **options,
     )
-    if result.model is None:
-        result.model = fit_model(
-            result, result.space, splits, dataset.task, dataset.classes, list(dataset.X.columns), seed
-        )
+    try:
+        if result.model is None:
+            result.model = fit_model(
+                result, result.space, splits, dataset.task, dataset.classes, list(dataset.X.columns), seed
+            )
+    finally:
+        if result.pipelines is not None and store is None:
+            result.pipelines.cleanup()  # a temporary folder; a run directory keeps models/ for a resume
     summary = result_summary(result, dataset.name, dataset.task)
     if store is not None:
         store.write_json("result.json", summary)

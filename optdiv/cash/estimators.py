@@ -4,16 +4,25 @@
 searches the chosen space with DivBO/OptDivBO, and keeps the final ensemble refit on the training part
 (or on train+validation with ``refit=True``). Parameters are plain constructor arguments, so
 ``get_params``, ``clone``, grid search and pickling work as for any scikit-learn estimator.
+
+``time_budget`` (seconds) bounds the whole ``fit``, final model included: the search stops early enough to
+build it, no evaluation runs past the deadline (one cut there is discarded), and the ensemble members are
+the pipelines fitted during the search, loaded rather than refitted. ``refit=True`` refits them on
+train+validation only when that is predicted to fit in the time left; otherwise they stay fitted on the
+training part and ``result_.info["final_model"]["refit_skipped"]`` says why. ``fit`` ends within a few
+seconds of the budget (at most max(5 %, 10 s) over it in the benchmarks/time_budget.py runs).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from optdiv.cash.data import Splits, check_predict_columns, from_xy, split_train_validation
+from optdiv.cash.budget import deadline_for
 from optdiv.cash.engine import fit_model, search
 
 
@@ -47,7 +56,10 @@ class _OptDivEstimator(BaseEstimator):
         self.seed = seed
 
     def fit(self, X, y, X_val=None, y_val=None):
-        """Search, then keep the ensemble; ``X_val``/``y_val`` replace the internal validation split."""
+        """Search, then keep the ensemble; ``X_val``/``y_val`` replace the internal validation split.
+
+        ``time_budget`` counts from the start of this call and covers the final ensemble too."""
+        started = time.perf_counter()
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
         data = from_xy(X, y, task=self._task, name=type(self).__name__)
@@ -73,10 +85,14 @@ class _OptDivEstimator(BaseEstimator):
             ensemble_size=self.ensemble_size,
             classes=data.classes,
             columns=list(data.X.columns),
+            started=started,
         )
-        self.ensemble_ = fit_model(
-            result, result.space, splits, self._task, data.classes, list(data.X.columns), self.seed, refit=self.refit
-        )
+        try:
+            self.ensemble_ = fit_model(result, result.space, splits, self._task, data.classes, list(data.X.columns),
+                                       self.seed, refit=self.refit, deadline=deadline_for(self.time_budget, started))
+        finally:
+            if result.pipelines is not None:
+                result.pipelines.cleanup()  # the members are in the ensemble now; the temporary folder can go
         self.result_ = result
         self.weights_ = np.asarray(result.weights)
         self.members_ = self.ensemble_.info

@@ -24,6 +24,14 @@ OOM killer) it records a ``"failed"`` observation with the exit code or signal. 
 evaluation starts a fresh worker. Worker start-up (interpreter, imports, receiving the splits, about
 1-2 s) is not charged to the evaluation's limit; the limit covers building, fitting and predicting.
 
+Under a time budget the engine passes ``evaluate(..., time_limit=SECONDS)``: the most this one call may
+take, worker start-up included. When that cut (not the configuration's own ``time_limit``) ends it, the
+observation's status is :data:`DEADLINE`: the run ran out of time, which says nothing about the
+configuration, so the engine discards it instead of storing a failure.
+
+With ``pipelines_dir`` the worker also saves every successful holdout fit there (joblib, see
+:mod:`optdiv.cash.pipelines`), so the final model needs no refit; the save is inside the limit.
+
 A worker is reused while it stays healthy, so an evaluation costs one pipe round trip of the config
 and the predictions (around a millisecond on small data) on top of the fit itself, instead of a
 process start (about a second with numpy/pandas/scikit-learn imports). A ``MemoryError`` is recorded
@@ -70,8 +78,12 @@ import numpy as np
 from optdiv.core._arrays import PROB_CLIP
 from optdiv.core.metrics import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, check_loss, mean_loss
 
+#: Status of an evaluation cut by the caller's ``time_limit`` (the run's deadline), not by its own limit: never
+#: stored, since it says nothing about the configuration.
+DEADLINE = "deadline"
+
 #: ``infeasible`` is set by the engine, not here: an ok run that violates a constraint (optdiv.cash.constraints).
-STATUSES = ("ok", "failed", "timeout", "infeasible")
+STATUSES = ("ok", "failed", "timeout", "infeasible", DEADLINE)
 
 #: Loss recorded for failed / timed-out evaluations (finite, so run logs stay valid JSON).
 WORST_LOSS = {
@@ -270,12 +282,15 @@ def n_folds(splits) -> int:
 
 
 def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict,
-                 on_fold: Optional[Callable[[int, np.ndarray], None]] = None) -> dict:
+                 on_fold: Optional[Callable[[int, np.ndarray], None]] = None,
+                 save_to: Optional[str] = None) -> dict:
     """Build, fit and predict one configuration; returns a plain dict (never raises Exception).
 
     Only the validation prediction is timed for ``predict_seconds`` (what a latency constraint bounds), so
     the test rows, which a search never sees, do not change which runs are feasible. Splits with ``folds``
     (cross-validation mode) go to :func:`_fit_predict_folds`, which calls ``on_fold`` after each fold.
+    ``save_to``: where to save the fitted pipeline of a successful holdout fit (after ``seconds`` is taken, so
+    saving does not change ``fit_seconds``).
     """
     if getattr(splits, "folds", None) is not None:
         return _fit_predict_folds(build, splits, task, n_classes, seed, config, on_fold)
@@ -301,11 +316,22 @@ def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, 
                     measures["predict_seconds"] = seconds
                     measures["predict_us_per_row"] = seconds / max(len(X), 1) * 1e6
         name = type(_final_estimator(model)).__name__
+        seconds = time.perf_counter() - start
+        saved = save_to is not None and _save_fitted(pipe, save_to, preds)
         return {"ok": True, "val_pred": preds[0], "test_pred": preds[1], "model": name,
-                "seconds": time.perf_counter() - start, "measures": measures}
+                "seconds": seconds, "measures": measures, "saved": saved}
     except (Exception, SystemExit) as exc:
         return {"ok": False, "error": _error_text(exc), "seconds": time.perf_counter() - start,
                 "restart": isinstance(exc, MemoryError), "measures": measures}
+
+
+def _save_fitted(pipe, path: str, preds) -> bool:
+    """Save a fitted pipeline whose predictions are finite (a NaN-predicting one fails and is never a member)."""
+    if any(p is not None and not np.all(np.isfinite(p)) for p in preds):
+        return False
+    from .pipelines import save_pipeline
+
+    return save_pipeline(pipe, path)
 
 
 def _predict_rows(pipe, X, task: str, n_classes: Optional[int]) -> np.ndarray:
@@ -398,12 +424,13 @@ def _worker_main(conn) -> None:
                 return
             if msg is None:
                 return
-            task_id, config = msg
+            task_id, config, save_to = msg
 
             def report_fold(fold: int, part: np.ndarray, task_id=task_id) -> None:
                 conn.send((task_id, {"progress": True, "fold": fold, "val_part": part}))
 
-            result = _fit_predict(build, splits, task, n_classes, seed, config, on_fold=report_fold)
+            result = _fit_predict(build, splits, task, n_classes, seed, config, on_fold=report_fold,
+                                  save_to=save_to)
             try:
                 conn.send((task_id, result))
             except (EOFError, OSError, BrokenPipeError):
@@ -566,6 +593,8 @@ class Evaluator:
     classification and ``mse`` or ``mae`` for regression. ``n_classes`` defaults to one more than the
     largest class index in the splits. ``memory_limit_mb`` caps the worker's address space
     (``RLIMIT_AS``, Linux/macOS only; it also counts the data and thread stacks, so leave headroom).
+    ``pipelines_dir``: a folder where each successful holdout fit is saved (:meth:`saved_path` says where),
+    so the final model can load its members instead of refitting them.
 
     Not thread-safe: use one evaluator per thread. Call :meth:`close` (or use ``with``) to end the
     worker early; otherwise it ends when the evaluator is garbage-collected or at interpreter exit.
@@ -584,6 +613,7 @@ class Evaluator:
         in_process: bool = False,
         start_method: str = "spawn",
         threads: Optional[int] = 1,
+        pipelines_dir=None,
     ):
         if task not in ("classification", "regression"):
             raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}")
@@ -614,7 +644,10 @@ class Evaluator:
         self.in_process = in_process
         self.start_method = start_method
         self.threads = threads  # per-evaluation cap of OpenMP/BLAS threads; None keeps library defaults
+        self.pipelines_dir = pipelines_dir  # where fitted holdout pipelines are saved (optdiv.cash.pipelines)
+        self._rows_digest: Optional[str] = None
         self.worker_starts = 0  # how many worker processes were started (restarts included)
+        self.last_start_seconds = 0.0  # of the last evaluate call, the seconds spent starting a worker
         self._holder: list = [None]
         self._task_counter = 0
         self._finalizer = weakref.finalize(self, _shutdown, self._holder)
@@ -636,8 +669,12 @@ class Evaluator:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def evaluate(self, config: dict, index: int) -> Observation:
+    def evaluate(self, config: dict, index: int, time_limit: Optional[float] = None) -> Observation:
         """Fit ``config`` and return its :class:`Observation`; never raises for a failing model.
+
+        ``time_limit``: the most seconds this call may take, worker start-up included (the run's deadline);
+        when it is below the evaluator's own limit and ends the evaluation, the status is :data:`DEADLINE`.
+        In process there is no limit to enforce.
 
         Raises RuntimeError when called while this process is itself being spawned (a script without an
         ``if __name__ == "__main__"`` guard, re-run by a worker's start-up): every evaluation would fail, and a
@@ -647,45 +684,82 @@ class Evaluator:
                                "multiprocessing: guard the script's entry point with if __name__ == '__main__':")
         config = dict(config)
         started = time.perf_counter()
+        self.last_start_seconds = 0.0
         try:
             if self.in_process:
-                result = _fit_predict(self.build, self.splits, self.task, self.n_classes, self.seed, config)
+                result = _fit_predict(self.build, self.splits, self.task, self.n_classes, self.seed, config,
+                                      save_to=self._save_to(index))
                 return self._observation(config, index, result)
-            return self._evaluate_in_worker(config, index)
+            return self._evaluate_in_worker(config, index, time_limit)
         except Exception as exc:  # a failure of the machinery itself: still an observation, never a raise
             if not self.in_process:
                 self.close()
             return self._failed(config, index, "failed", "evaluator error: " + _error_text(exc),
                                 time.perf_counter() - started)
 
+    @property
+    def rows_digest(self) -> Optional[str]:
+        """Digest of the rows saved pipelines are fitted on (optdiv.cash.pipelines); None when none are saved:
+        no ``pipelines_dir``, or cross-validation, whose fold pipelines each miss a fold of the rows."""
+        if self.pipelines_dir is None or getattr(self.splits, "folds", None) is not None:
+            return None
+        if self._rows_digest is None:
+            from .pipelines import rows_digest
+
+            self._rows_digest = rows_digest(self.splits.X_train, self.splits.y_train)
+        return self._rows_digest
+
+    def saved_path(self, index: int):
+        """Where evaluation ``index``'s fitted pipeline is saved, or None when pipelines are not saved."""
+        from .pipelines import pipeline_path
+
+        digest = self.rows_digest
+        return None if digest is None else pipeline_path(self.pipelines_dir, digest, index)
+
     # -- internals ----------------------------------------------------------------------------------
 
-    def _ensure_worker(self) -> Optional[str]:
-        """Start a worker when none is alive; returns an error text when it cannot be started."""
+    def _save_to(self, index: int) -> Optional[str]:
+        path = self.saved_path(index)
+        return None if path is None else str(path)
+
+    def _ensure_worker(self, timeout: float = START_TIMEOUT) -> Optional[str]:
+        """Start a worker when none is alive, waiting at most ``timeout`` seconds for it; returns an error text
+        when it cannot be started."""
         worker = self._holder[0]
         if worker is not None and worker.ready and worker.alive():
             return None
         self.close()
+        began = time.perf_counter()
+        try:
+            return self._start_worker(timeout)
+        finally:
+            self.last_start_seconds = time.perf_counter() - began
+
+    def _start_worker(self, timeout: float) -> Optional[str]:
         ctx = multiprocessing.get_context(self.start_method)
         args = (self.build, self.splits, self.task, self.n_classes, self.seed, self.memory_limit_mb)
         worker = _Worker(ctx, args, self.threads)
         self._holder[0] = worker
         self.worker_starts += 1
-        kind, payload = worker.receive(START_TIMEOUT)
+        kind, payload = worker.receive(min(START_TIMEOUT, max(timeout, 0.0)))
         if kind == "msg" and isinstance(payload, tuple) and payload and payload[0] == "ready":
             worker.ready = True
             return None
         self.close()
         if kind == "timeout":
-            return f"worker process did not start within {START_TIMEOUT:.0f} s"
+            return f"worker process did not start within {min(START_TIMEOUT, max(timeout, 0.0)):.0f} s"
         if kind == "dead":
             return (f"{_describe_exit(payload)} while starting (is the build function importable, and is the "
                     f"main script guarded by if __name__ == '__main__'?)")
         return f"worker process sent an unexpected first message: {payload!r}"[:MAX_ERROR_CHARS]
 
-    def _evaluate_in_worker(self, config: dict, index: int) -> Observation:
-        problem = self._ensure_worker()
+    def _evaluate_in_worker(self, config: dict, index: int, time_limit: Optional[float] = None) -> Observation:
+        called = time.perf_counter()
+        cut = None if time_limit is None else called + max(float(time_limit), 0.0)  # the caller's deadline
+        problem = self._ensure_worker(START_TIMEOUT if cut is None else cut - time.perf_counter())
         if problem is not None:
+            if cut is not None and time.perf_counter() >= cut:
+                return self._cut_at_deadline(config, index, time.perf_counter() - called)
             return self._failed(config, index, "failed", problem, 0.0)
         worker = self._holder[0]
         self._task_counter += 1
@@ -693,20 +767,23 @@ class Evaluator:
         sent = time.perf_counter()
         try:
             worker.busy = True
-            worker.conn.send((task_id, config))
+            worker.conn.send((task_id, config, self._save_to(index)))
         except Exception as exc:  # unpicklable config, or a worker that just died
             self.close()
             return self._failed(config, index, "failed", "could not send the configuration to the worker: "
                                 + _error_text(exc), 0.0)
         folds = _FoldProgress(self.splits)
         while True:  # each fold's progress message starts the next fold's time limit
-            kind, payload = worker.receive(self.time_limit)
+            limit = self.time_limit if cut is None else min(self.time_limit, cut - time.perf_counter())
+            kind, payload = worker.receive(limit)
             if not (kind == "msg" and folds.take(payload, task_id)):
                 break
             worker.busy = True  # the answer is still to come
         waited = time.perf_counter() - sent
         if kind == "timeout":
             self.close()
+            if limit < self.time_limit:
+                return self._cut_at_deadline(config, index, time.perf_counter() - called)
             return self._timed_out(config, index, folds, waited)
         if kind == "dead":
             self.close()
@@ -733,6 +810,11 @@ class Evaluator:
         obs.folds_done, obs.folds_total = len(folds.done), folds.total
         obs.partial_loss = folds.loss(self.splits.y_val, self.metric)
         return obs
+
+    def _cut_at_deadline(self, config, index, seconds) -> Observation:
+        return self._failed(config, index, DEADLINE, f"stopped at the run's deadline after {seconds:.1f} s, before "
+                            f"its own time limit of {self.time_limit:g} s (not a failure of the configuration)",
+                            seconds)
 
     def _failed(self, config, index, status, error, seconds, measures: Optional[dict] = None) -> Observation:
         """A failure keeps what was measured before it happened (``fit_seconds``: the time it took or waited)."""

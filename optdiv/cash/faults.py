@@ -201,8 +201,13 @@ class FaultInjectingEvaluator:
             evaluator.build = FaultyBuild(evaluator.build)
         self.evaluator, self.plan = evaluator, plan
 
-    def evaluate(self, config: Dict, index: int):
-        return restore_config(self.evaluator.evaluate(mark(config, self.plan.fault_for(index)), index), config)
+    def evaluate(self, config: Dict, index: int, time_limit: Optional[float] = None):
+        marked = mark(config, self.plan.fault_for(index))
+        return restore_config(self.evaluator.evaluate(marked, index, time_limit=time_limit), config)
+
+    @property
+    def last_start_seconds(self) -> float:
+        return self.evaluator.last_start_seconds
 
     def close(self) -> None:
         self.evaluator.close()

@@ -1,8 +1,9 @@
-"""The run's final ensemble: members chosen over the stored validation predictions, refit, and saved.
+"""The run's final ensemble: members chosen over the stored validation predictions, loaded or refit, and saved.
 
-Choosing members needs no refit (the stored predictions are enough); the saved model refits each
-member pipeline on train (or train+validation with ``refit=True``) with the seed it was evaluated with,
-so without ``refit`` the saved model reproduces the evaluated predictions.
+Choosing members needs no refit (the stored predictions are enough); the saved model loads each member
+pipeline the evaluator saved (optdiv.cash.pipelines), or refits it on train (or train+validation with
+``refit=True``) with the seed it was evaluated with, so without ``refit`` the saved model reproduces the
+evaluated predictions.
 """
 
 from __future__ import annotations

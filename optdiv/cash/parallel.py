@@ -51,6 +51,13 @@ Fault tolerance and exact resume
 - No wait is unbounded: an evaluation without a result ``time_limit * folds + START_TIMEOUT + DEADLINE_SLACK``
   seconds after it was submitted counts as lost (``folds``: 1 on a holdout split, K under K-fold
   cross-validation, where the time limit is per fold).
+
+Time budget
+-----------
+Under a time budget the loop issues an evaluation only while its predicted duration fits in the search's
+time left, and caps each task's limit at that time left. A task cut at the deadline (status
+:data:`~optdiv.cash.evaluator.DEADLINE`) is not recorded: it stays issued without a result, so a resumed
+run evaluates it again. Tasks still running :data:`GIVE_UP_SECONDS` past the search's end are cancelled.
 """
 
 from __future__ import annotations
@@ -68,13 +75,14 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from optdiv.cash.candidates import SpaceCandidates
 from optdiv.cash.constraints import enforce
-from optdiv.cash.evaluator import START_TIMEOUT, WORST_LOSS, Evaluator, Observation, algorithm_of, n_folds
+from optdiv.cash.evaluator import (DEADLINE, START_TIMEOUT, WORST_LOSS, Evaluator, Observation, algorithm_of,
+                                   n_folds)
 from optdiv.cash.faults import FaultInjectingEvaluator, FaultPlan, mark, restore_config
 from optdiv.cash.optimizers import PENDING, _losses_with_failures
 from optdiv.cash.store import cut_torn_line, to_jsonable
@@ -97,6 +105,10 @@ BELIEVER_NEIGHBOURS = 3
 #: Times one evaluation may be lost (worker killed, task cancelled, deadline passed) before it is recorded
 #: as failed: lost once it is re-queued, lost twice it fails.
 MAX_LOSSES = 2
+
+#: Seconds past the end of a time-budgeted search after which tasks still running are cancelled (each is
+#: capped at the deadline already: this covers a worker that does not answer).
+GIVE_UP_SECONDS = 3.0
 
 
 class DaskUnavailable(ImportError):
@@ -294,8 +306,10 @@ _WORKER_LOCK = threading.Lock()
 KEEP_RUNS_PER_WORKER = 2
 
 
-def evaluate_task(spec: EvaluatorSpec, splits, config: dict, index: int, fault: Optional[str]) -> Observation:
-    """The Dask task: one evaluation on an idle evaluator of this worker (one per thread and run)."""
+def evaluate_task(spec: EvaluatorSpec, splits, config: dict, index: int, fault: Optional[str],
+                  time_limit: Optional[float] = None) -> Observation:
+    """The Dask task: one evaluation on an idle evaluator of this worker (one per thread and run);
+    ``time_limit`` caps it at the run's deadline."""
     stale: List[Evaluator] = []
     with _WORKER_LOCK:
         idle = _WORKER_EVALUATORS.setdefault(spec.key, [])
@@ -308,7 +322,7 @@ def evaluate_task(spec: EvaluatorSpec, splits, config: dict, index: int, fault: 
     if evaluator is None:
         evaluator = Evaluator(splits=splits, **spec.kwargs)
     try:
-        obs = evaluator.evaluate(mark(config, fault), index)
+        obs = evaluator.evaluate(mark(config, fault), index, time_limit=time_limit)
     finally:
         with _WORKER_LOCK:
             _WORKER_EVALUATORS.setdefault(spec.key, []).append(evaluator)
@@ -396,12 +410,13 @@ class DaskEvaluationPool:
     def _scatter(self) -> None:
         self.splits_future = self.client.scatter(self.splits, broadcast=True, hash=False)
 
-    def submit(self, index: int, config: dict, fault: Optional[str], attempt: int):
+    def submit(self, index: int, config: dict, fault: Optional[str], attempt: int,
+               time_limit: Optional[float] = None):
         if self.splits_future.status != "finished":  # every copy was lost with its workers: send them again
             self._scatter()
         key = f"optdiv-eval-{index}-{attempt}-{self.session}"
-        return self.client.submit(evaluate_task, self.spec, self.splits_future, config, index, fault, key=key,
-                                  pure=False)
+        return self.client.submit(evaluate_task, self.spec, self.splits_future, config, index, fault, time_limit,
+                                  key=key, pure=False)
 
     def close(self) -> None:
         if self.client is not None:
@@ -421,12 +436,17 @@ class _Running:
 
 
 def parallel_loop(strategy, evaluator, history: Sequence, *, y_val, budget: Optional[int],
-                  time_budget: Optional[float], start: float, space, seed: int = 0, store=None,
+                  time_left: Optional[Callable[[], float]] = None, predictor=None, space, seed: int = 0, store=None,
                   constraints: Sequence = (), progress=None, workers: Optional[int] = None,
-                  scheduler: Optional[str] = None):
+                  scheduler: Optional[str] = None, on_finished: Optional[Callable[[List[Observation]], None]] = None):
     """Run the search's evaluations on Dask until the budget; returns (history in index order, suggestion
     seconds of this session, stats). ``evaluator`` is the engine's unstarted evaluator (its arguments and
-    splits go to the workers); ``history`` the stored observations; ``start`` the search's start time."""
+    splits go to the workers); ``history`` the stored observations; ``time_left()`` the seconds the search
+    may still use (None: no time budget), ``predictor`` a :class:`~optdiv.cash.budget.DurationPredictor`;
+    ``on_finished(history)`` runs after each recorded observation."""
+    from optdiv.cash.budget import DurationPredictor
+
+    predictor = DurationPredictor(history) if predictor is None else predictor
     spec, plan, splits = evaluator_spec(evaluator)
     require_distributed()  # before anything is read or started
     finished: Dict[int, Observation] = {int(obs.index): obs for obs in history}
@@ -440,7 +460,8 @@ def parallel_loop(strategy, evaluator, history: Sequence, *, y_val, budget: Opti
                          f"nor recorded; the run directory is damaged")
     believer = BelieverModel(space, seed)
     suggest_seconds: List[float] = []
-    stats = {"workers": None, "requeued": [], "lost": [], "reissued": list(reissue), "startup_seconds": 0.0}
+    stats = {"workers": None, "requeued": [], "lost": [], "reissued": list(reissue), "startup_seconds": 0.0,
+             "stopped": None}
     running: Dict[object, _Running] = {}
     losses: Dict[int, int] = {}
     deadline_seconds = spec.time_limit * n_folds(splits) + START_TIMEOUT + DEADLINE_SLACK
@@ -449,20 +470,31 @@ def parallel_loop(strategy, evaluator, history: Sequence, *, y_val, budget: Opti
         return [finished[i] for i in sorted(finished)]
 
     def may_issue() -> bool:
-        return (budget is None or next_index < budget) and (
-            time_budget is None or time.perf_counter() - start < time_budget)
+        if stats["stopped"] is not None or not (budget is None or next_index < budget):
+            return False
+        if time_left is not None and time_left() <= predictor.fastest():
+            stats["stopped"] = "time budget: no evaluation fits in the time left"
+            return False
+        return True
 
     def submit(pool, index: int, config: dict) -> None:
         now = time.perf_counter()
         fault = None if plan is None else plan.fault_for(index)
-        future = pool.submit(index, config, fault, losses.get(index, 0))
+        limit = None if time_left is None else max(time_left(), 0.0)
+        future = pool.submit(index, config, fault, losses.get(index, 0), limit)
         running[future] = _Running(index, config, losses.get(index, 0), now, now + deadline_seconds)
 
     def record(obs: Observation) -> None:
+        predictor.observe(obs.algorithm, obs.fit_seconds)
+        if obs.status == DEADLINE:  # cut by the run's deadline: stays issued without a result (a resume re-runs it)
+            stats["stopped"] = "time budget: an evaluation was stopped at the deadline and discarded"
+            return
         obs = enforce(obs, constraints)
         if store is not None:
             store.append(obs)
         finished[obs.index] = obs
+        if on_finished is not None:
+            on_finished(ordered())
         if progress is not None:
             progress(len(finished), budget, obs)
 
@@ -484,7 +516,8 @@ def parallel_loop(strategy, evaluator, history: Sequence, *, y_val, budget: Opti
         stats["startup_seconds"] = pool.startup_seconds
         try:
             while True:
-                while len(running) < pool.concurrency and (reissue or may_issue()):
+                while len(running) < pool.concurrency and (
+                        (reissue and (time_left is None or time_left() > 0)) or may_issue()):
                     if reissue:
                         index = reissue.pop(0)
                         config = dict(records[index]["config"])
@@ -493,14 +526,27 @@ def parallel_loop(strategy, evaluator, history: Sequence, *, y_val, budget: Opti
                         pending = sorted(task.index for task in running.values())
                         suggestion = suggest_with_pending(
                             strategy, ordered(), [(i, records[i]["config"]) for i in pending], y_val, believer)
-                        suggest_seconds.append(suggestion.seconds)
                         config = canonical_config(suggestion.config)
+                        if time_left is not None:
+                            left = time_left()
+                            if left <= 0 or predictor.predict(algorithm_of(config)) > left:
+                                stats["stopped"] = (f"time budget: the next evaluation would not fit in the "
+                                                    f"{max(left, 0.0):.1f} s left")
+                                break
+                        suggest_seconds.append(suggestion.seconds)
                         issued.append(index, config, pending)  # persisted before it runs anywhere
                         next_index += 1
                     submit(pool, index, config)
                 if not running:
                     break
-                _collect(pool, running, record, lost)
+                give_up = None
+                if time_left is not None:
+                    left = time_left()
+                    give_up = time.perf_counter() + left + GIVE_UP_SECONDS
+                    if left <= 0 and stats["stopped"] is None:
+                        stats["stopped"] = "time budget: the search's time ran out"
+                if not _collect(pool, running, record, lost, give_up):
+                    break  # past the deadline with tasks still running: the finally clause cancels them
         finally:
             for future in list(running):
                 with contextlib.suppress(Exception):
@@ -508,14 +554,17 @@ def parallel_loop(strategy, evaluator, history: Sequence, *, y_val, budget: Opti
     return ordered(), suggest_seconds, stats
 
 
-def _collect(pool, running: Dict, record, lost) -> None:
-    """Wait (bounded) until an evaluation finishes or passes its deadline, and handle every one that did."""
+def _collect(pool, running: Dict, record, lost, give_up: Optional[float] = None) -> bool:
+    """Wait (bounded) until an evaluation finishes or passes its deadline, and handle every one that did;
+    False when ``give_up`` (a perf_counter time) passed first."""
     while True:
         now = time.perf_counter()
         done = [future for future in running if future.done()]
         expired = [future for future, task in running.items() if future not in done and now > task.deadline]
         if done or expired:
             break
+        if give_up is not None and now > give_up:
+            return False
         time.sleep(POLL_SECONDS)
     for future in done:
         task = running.pop(future)
@@ -531,3 +580,4 @@ def _collect(pool, running: Dict, record, lost) -> None:
         with contextlib.suppress(Exception):
             future.cancel()
         lost(pool, task, f"no result within {task.deadline - task.submitted:.0f} s of submitting it")
+    return True

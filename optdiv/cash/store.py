@@ -8,6 +8,8 @@ Layout::
       issued.jsonl           parallel runs only: every suggestion before it was submitted (optdiv.cash.parallel)
       preds/00007_val.npy    float32 validation predictions of observation 7
       preds/00007_test.npy   float32 test predictions of observation 7
+      models/ROWS/00007.joblib  the fitted pipeline of observation 7, kept for the final model while it ranks
+                             among the best (optdiv.cash.pipelines; ROWS: a digest of its training rows)
       result.json ...        other documents, written with :meth:`RunStore.write_json`
 
 Crash safety: every file except the log is written to a temporary name in its own directory, flushed,
@@ -42,6 +44,9 @@ from .evaluator import Observation
 LOG_NAME = "observations.jsonl"
 META_NAME = "meta.json"
 PREDS_DIR = "preds"
+#: Folder of the fitted pipelines the evaluator saved (optdiv.cash.pipelines); a run without it still resumes,
+#: its final model is then refitted.
+MODELS_DIR = "models"
 
 
 class RunStoreError(ValueError):

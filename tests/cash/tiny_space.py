@@ -89,3 +89,57 @@ def latency_space() -> SearchSpace:
     cs_compat.add_hyperparameters(space, [algorithm, c])
     return SearchSpace.from_configspace(space, build_latency, "classification", name="latency",
                                         algorithm_key="algorithm")
+
+
+#: Fits of :class:`CountingTree` in this process (the evaluator's worker counts its own): a refit of a final
+#: model in the test process shows here.
+FITS = {"count": 0}
+
+
+class CountingTree(DecisionTreeClassifier):
+    def fit(self, X, y, sample_weight=None, check_input=True):
+        FITS["count"] += 1
+        return super().fit(X, y, sample_weight=sample_weight, check_input=check_input)
+
+
+#: Seconds the ``slow`` algorithm of :func:`timed_space` sleeps in ``fit``: past any test's time budget.
+SLOW_FIT_SECONDS = 30.0
+
+
+class SlowFit(BaseEstimator, ClassifierMixin):
+    """Sleeps ``seconds`` in fit, then predicts like a logistic regression."""
+
+    def __init__(self, seconds=0.0):
+        self.seconds = seconds
+
+    def fit(self, X, y):
+        time.sleep(self.seconds)
+        self.model_ = LogisticRegression(max_iter=300).fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict_proba(self, X):
+        return self.model_.predict_proba(X)
+
+    def predict(self, X):
+        return self.model_.predict(X)
+
+
+def build_timed(config, seed):
+    if config["algorithm"] == "slow":
+        return SlowFit(SLOW_FIT_SECONDS)
+    return CountingTree(max_depth=config["depth"], min_samples_leaf=config["leaf"], random_state=seed)
+
+
+def timed_space(with_slow: bool = True) -> SearchSpace:
+    """Classification space of a fast counting tree and (``with_slow``) a model that fits for 30 s: for time
+    budget tests."""
+    space = cs_compat.new_space("timed", seed=0)
+    algorithm = cs_compat.categorical("algorithm", ["tree", "slow"] if with_slow else ["tree"], default="tree")
+    depth = cs_compat.uniform_int("depth", 1, 8, default=3)
+    leaf = cs_compat.uniform_int("leaf", 1, 50, default=1)
+    cs_compat.add_hyperparameters(space, [algorithm, depth, leaf])
+    cs_compat.add_conditions(space, [cs_compat.equals(depth, algorithm, "tree"),
+                                     cs_compat.equals(leaf, algorithm, "tree")])
+    return SearchSpace.from_configspace(space, build_timed, "classification", name="timed",
+                                        algorithm_key="algorithm")

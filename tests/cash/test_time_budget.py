@@ -1,0 +1,168 @@
+"""The time budget covers the whole call: evaluations cut or not started at the deadline, a final model built
+from the pipelines saved during the search, and resumed runs without saved pipelines."""
+
+import shutil
+import time
+
+import builders
+import numpy as np
+import pytest
+import tiny_space
+from sklearn.datasets import load_breast_cancer
+from tiny_space import timed_space
+
+from optdiv.cash.budget import FINISH_SECONDS, Deadline, DurationPredictor
+from optdiv.cash.data import from_frame, load_dataset, split
+from optdiv.cash.engine import fit_model, run, search
+from optdiv.cash.estimators import OptDivClassifier
+from optdiv.cash.evaluator import DEADLINE, KILL_GRACE, WORST_LOSS, Evaluator, Observation, algorithm_of
+from optdiv.cash.store import RunStore
+
+FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
+
+
+@pytest.fixture(scope="module")
+def cls_splits():
+    frame = load_breast_cancer(as_frame=True).frame.sample(300, random_state=0)
+    return split(from_frame(frame, target="target", name="breast_cancer"), seed=0)
+
+
+def test_an_evaluation_is_cut_at_the_callers_time_limit_and_marked_deadline():
+    cancer = split(load_dataset("sklearn:breast_cancer"), seed=0)
+    with Evaluator(builders.by_name, cancer, "classification", "error", n_classes=2, time_limit=60) as ev:
+        assert ev.evaluate({"algorithm": "majority"}, index=0).ok  # the worker is up
+        began = time.perf_counter()
+        obs = ev.evaluate({"algorithm": "sleeper", "sleep": 30}, index=1, time_limit=1.0)
+        waited = time.perf_counter() - began
+        assert obs.status == DEADLINE and "deadline" in obs.error and obs.val_pred is None
+        assert waited < 1.0 + KILL_GRACE + 1.0
+        assert ev.evaluate({"algorithm": "majority"}, index=2, time_limit=30).ok  # a fresh worker, within the cap
+        own = ev.evaluate({"algorithm": "sleeper", "sleep": 30}, index=3, time_limit=1e9)
+    assert own.status == "timeout" or own.ok  # a cap above the own limit leaves the own limit in charge
+    assert own.status != DEADLINE
+
+
+def test_duration_predictor_per_algorithm_then_over_all():
+    predictor = DurationPredictor()
+    assert predictor.predict("tree") == 0.0 and predictor.fastest() == 0.0
+    for seconds in (1.0, 2.0, 3.0, 4.0, 5.0):
+        predictor.observe("forest", seconds)
+    predictor.observe("tree", 0.1)
+    assert predictor.predict("forest") == pytest.approx(4.0)  # the 75 % quantile
+    assert predictor.predict("tree") == pytest.approx(0.1)
+    assert predictor.predict("svm") == pytest.approx(np.median([1, 2, 3, 4, 5, 0.1]))  # unseen: over all
+    assert predictor.fastest() == pytest.approx(0.1)
+
+
+def test_search_cuts_the_evaluation_at_the_deadline_discards_it_and_returns_in_time(tmp_path, cls_splits):
+    budget = 6.0
+    store = RunStore(tmp_path / "run")
+    space = timed_space()
+    evaluator = Evaluator(space.build, cls_splits, "classification", "error", n_classes=2, time_limit=120)
+    evaluator.start()  # a busy machine may take seconds to start a worker: not what this test measures
+    began = time.perf_counter()
+    result = search(cls_splits, "classification", n_classes=2, method="rs", space=space, budget=None,
+                    time_budget=budget, seed=0, store=store, evaluator=evaluator)
+    elapsed = time.perf_counter() - began
+    assert elapsed < budget + 2.0
+    assert result.history[0].algorithm == "tree"  # seed 0 starts with a tree, so there is a model to build
+    # the 30 s fit was started (nothing was known of its duration) and cut at the deadline, not stored
+    assert "stopped at the deadline" in result.info["stopped"]
+    assert all(obs.algorithm == "tree" and obs.ok for obs in store.load())
+    assert len(store.load()) == len(result.history)
+
+
+class ClockedEvaluator:
+    """Evaluates instantly except the ``slow`` algorithm, which takes 1.5 s; records the time limit of each call."""
+
+    def __init__(self, y_val):
+        self.y_val = np.asarray(y_val)
+        self.calls = []
+
+    def evaluate(self, config, index, time_limit=None):
+        algorithm = algorithm_of(config)
+        self.calls.append((algorithm, time_limit))
+        needs = 1.5 if algorithm == "slow" else 0.01
+        if time_limit is not None and time_limit < needs:
+            time.sleep(max(time_limit, 0.0))
+            return Observation(dict(config), DEADLINE, WORST_LOSS["error"], index=index, algorithm=algorithm,
+                               fit_seconds=time_limit, error="stopped at the deadline")
+        time.sleep(needs)
+        wrong = algorithm == "slow"  # never among the best models, whose refit time the search reserves
+        pred = np.eye(2, dtype=np.float32)[(self.y_val + wrong) % 2]
+        return Observation(dict(config), "ok", float(np.mean(pred.argmax(1) != self.y_val)), fit_seconds=needs,
+                           val_pred=pred, test_pred=None, index=index, algorithm=algorithm)
+
+    def close(self):
+        pass
+
+
+def test_an_evaluation_predicted_not_to_fit_is_not_started(cls_splits):
+    evaluator = ClockedEvaluator(cls_splits.y_val)
+    splits = cls_splits.__class__(cls_splits.X_train, cls_splits.y_train, cls_splits.X_val, cls_splits.y_val,
+                                  None, None)
+    budget = 6.0
+    began = time.perf_counter()
+    result = search(splits, "classification", n_classes=2, method="rs", space=timed_space(), budget=None,
+                    time_budget=budget, seed=0, evaluator=evaluator)
+    elapsed = time.perf_counter() - began
+    assert elapsed < budget + 0.5
+    # when the slow one would not fit, fast ones fill the time left: the search runs up to its reserve
+    assert elapsed > budget - FINISH_SECONDS - 1.0
+    slow = [limit for algorithm, limit in evaluator.calls if algorithm == "slow"]
+    assert slow, "rs draws the slow algorithm"
+    assert all(limit >= 1.5 for limit in slow[1:])  # once its 1.5 s were seen, never started with less left
+    assert result.info["stopped"].startswith("time budget")
+    assert all(obs.status != DEADLINE for obs in result.history)
+
+
+def test_final_model_is_built_from_saved_pipelines_without_refitting(cls_splits):
+    tiny_space.FITS["count"] = 0
+    model = OptDivClassifier(method="rs", space=timed_space(with_slow=False), budget=6, seed=1)
+    model.fit(cls_splits.X_train, cls_splits.y_train, X_val=cls_splits.X_val, y_val=cls_splits.y_val)
+    assert tiny_space.FITS["count"] == 0, "no member was refitted in this process"
+    final = model.result_.info["final_model"]
+    assert (final["rows"], final["loaded"], final["refitted"]) == ("train", len(model.members_), 0)
+    assert all(member["source"] == "saved" for member in model.members_)
+    assert not model.result_.pipelines.folder.exists(), "the temporary folder goes once the model is built"
+    history = model.result_.history  # the loaded members predict what they predicted when evaluated
+    combined = sum(m["weight"] * history[m["index"]].val_pred for m in model.members_)
+    np.testing.assert_allclose(model.predict_proba(cls_splits.X_val), combined, atol=1e-5)
+
+
+def test_refit_on_train_and_validation_refits_unless_the_deadline_forbids_it(cls_splits):
+    result = search(cls_splits, "classification", n_classes=2, method="rs", space=timed_space(with_slow=False),
+                    budget=5, seed=2)
+    args = (result, result.space, cls_splits, "classification", [0, 1], None, 2)
+    tiny_space.FITS["count"] = 0
+    model = fit_model(*args)
+    assert tiny_space.FITS["count"] == 0 and result.info["final_model"]["loaded"] == len(model.members)
+    proba = model.predict_proba(cls_splits.X_val)
+    combined = sum(w * result.history[i].val_pred for i, w in zip(result.member_indices, result.weights))
+    np.testing.assert_allclose(proba, combined, atol=1e-5)  # the saved fits are the evaluated ones
+    fit_model(*args, refit=True, deadline=Deadline(time.perf_counter() + 60))
+    assert tiny_space.FITS["count"] == len(result.member_indices)  # refitted on train+validation
+    assert result.info["final_model"]["rows"] == "train+validation"
+    tiny_space.FITS["count"] = 0
+    fit_model(*args, refit=True, deadline=Deadline(time.perf_counter() + 0.1))
+    assert tiny_space.FITS["count"] == 0
+    assert result.info["final_model"]["rows"] == "train"
+    assert "refit_skipped" in result.info["final_model"]
+
+
+def test_a_resumed_run_without_saved_pipelines_still_builds_its_model(tmp_path):
+    csv = tmp_path / "bc.csv"
+    load_breast_cancer(as_frame=True).frame.sample(250, random_state=1).to_csv(csv, index=False)
+    out = tmp_path / "run"
+    options = dict(target="target", out=str(out), seed=0, method="rs", space=timed_space(with_slow=False))
+    run(str(csv), budget=4, **options)
+    assert list((out / "models").glob("*/*.joblib")), "the run directory keeps the fitted pipelines"
+    shutil.rmtree(out / "models")  # as in a run made before pipelines were saved
+    tiny_space.FITS["count"] = 0
+    result, summary = run(str(csv), budget=7, resume=True, **options)
+    sources = {member["index"]: member["source"] for member in result.model.info}
+    assert all(source == ("refitted" if index < 4 else "saved") for index, source in sources.items())
+    assert tiny_space.FITS["count"] == sum(source == "refitted" for source in sources.values())
+    assert summary["final_model"]["loaded"] + summary["final_model"]["refitted"] == len(sources)
+    frame = load_breast_cancer(as_frame=True).frame.sample(250, random_state=1).drop(columns=["target"])
+    assert result.model.predict_proba(frame).shape == (250, 2)
