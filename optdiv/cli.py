@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--method", default="optdivbo", help="optdivbo, divbo, bo-es, rb-es, ... (`optdiv methods` lists all)")
     run.add_argument("--space", default="autosklearn", help="autosklearn or autogluon")
     run.add_argument("--budget", type=int, default=50, help="number of evaluations")
-    run.add_argument("--time-budget", type=float, help="wall-time budget of the whole search in seconds")
+    run.add_argument("--time-budget", type=float,
+                     help="wall-time budget in seconds of the whole run: loading, search, final model and saving")
     run.add_argument("--time-limit", type=float, default=120.0,
                      help="wall-time limit of one evaluation's fit; with --cv K, of each fold's fit (so an "
                           "evaluation may take up to K x this in all)")
