@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="evaluate by K-fold cross-validation over train+validation (out-of-fold predictions; "
                           "Agnostic Bayes's rho is tuned) instead of the holdout validation split (default); "
                           "--time-limit then applies to each fold")
+    run.add_argument("--portfolio", metavar="builtin|none|FILE",
+                     help="warm start: evaluate these configurations first instead of random ones (builtin: the "
+                          "portfolio shipped for the space and task; BO-family methods only)")
     run.add_argument("--constraint", action="append", type=_constraint, metavar="NAME<=X", help=CONSTRAINT_HELP)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", help="run directory for the log, predictions, result.json and model.joblib")
@@ -176,6 +179,7 @@ def _run(args, started: float) -> int:
             refit=args.refit,
             constraints=args.constraint,
             cv=args.cv,
+            portfolio=args.portfolio,
             workers=args.workers,
             scheduler=args.scheduler,
             faults=args.inject_faults,

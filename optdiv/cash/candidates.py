@@ -63,6 +63,13 @@ class SpaceCandidates:
     def algorithms(self) -> List[str]:
         return list(self.space.algorithms)
 
+    def offer(self, config: Dict) -> Optional[Dict]:
+        """``config`` as the space validates it, or None when it is not a configuration of this space."""
+        try:
+            return self.space.validate(config)
+        except Exception:  # unknown or missing hyperparameters, values out of range, a forbidden combination
+            return None
+
     def random(self, rng: np.random.Generator, seen: set, algorithm: Optional[str] = None, tries: int = 20) -> Dict:
         config = None
         allowed = _allowed(algorithm)
@@ -150,6 +157,11 @@ class LibraryCandidates:
         if algorithm is not None:
             mask &= np.isin(self.codes, list(_allowed(algorithm)))
         return np.array([i for i in np.flatnonzero(mask) if self.keys[i] not in seen], dtype=np.intp)
+
+    def offer(self, config: Dict) -> Optional[Dict]:
+        """The library member equal to ``config``, or None when the library lacks it."""
+        i = self.index_of.get(config_key(config))
+        return None if i is None or not self.offerable[i] else dict(self.library.configs[i])
 
     def random(self, rng: np.random.Generator, seen: set, algorithm: Optional[str] = None, tries: int = 0) -> Dict:
         members = self.open_members(seen, algorithm)

@@ -6,6 +6,7 @@ import inspect
 import time
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -24,9 +25,10 @@ from optdiv.cash.final_ensemble import (
     top_k,
     weighted_prediction,
 )
-from optdiv.cash.methods import MethodSpec, get_method, make_strategy
+from optdiv.cash.methods import PORTFOLIO_STRATEGIES, MethodSpec, get_method, make_strategy
 from optdiv.cash.parallel import wants_parallel
 from optdiv.cash.pipelines import SavedPipelines, rows_digest
+from optdiv.cash.portfolio import resolve_portfolio
 from optdiv.cash.spaces import SearchSpace, get_space
 from optdiv.cash.store import MODELS_DIR, RunStore, RunStoreError
 from optdiv.core.metrics import mean_loss
@@ -149,6 +151,7 @@ def search(
     faults=None,
     memory_limit_mb: Optional[int] = None,
     started: Optional[float] = None,
+    portfolio=None,
 ) -> SearchResult:
     """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the final model.
 
@@ -179,6 +182,9 @@ def search(
     caps every evaluation at the time left. An evaluation cut at the deadline is discarded, not stored. The
     live evaluator saves each fitted pipeline (``models/`` of the run directory, or a temporary folder) so
     :func:`fit_model` loads the members instead of refitting them.
+
+    ``portfolio`` ("builtin", a portfolio file, or a list of configurations; see optdiv.cash.portfolio)
+    replaces the random initial design of the BO-family strategies: its configurations are evaluated first.
     """
     if evaluator is not None and (cv is not None or (getattr(splits, "folds", None) is not None
                                                      and getattr(evaluator, "splits", None) is not splits)):
@@ -212,6 +218,12 @@ def search(
     if pool != "caruana":  # DivBO / OptDivBO's temporary pool built by another builder (e.g. agnostic_bayes)
         optimizer_options = dict(optimizer_options or {})
         optimizer_options["selector_options"] = {**optimizer_options.get("selector_options", {}), "pool_builder": pool}
+    initial = resolve_portfolio(portfolio, space.name, task)
+    if initial is not None:
+        if spec.strategy not in PORTFOLIO_STRATEGIES:
+            raise ValueError(f"method {method!r} has no initial design to warm-start; a portfolio works with "
+                             f"the strategies {', '.join(PORTFOLIO_STRATEGIES)}")
+        optimizer_options = {**(optimizer_options or {}), "initial": initial}
     strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,
                              optimizer_options=optimizer_options)
     if hasattr(strategy, "set_constraints"):  # a constraint-aware strategy (ADMM) wants the bounds themselves
@@ -479,7 +491,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         source = "saved"
         if pipe is None:
             source = "refitted"
-            pipe = build_pipeline(space.build, obs.config, X, seed)
+            pipe = build_pipeline(space.build, obs.config, X, seed, task)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the same chatter the evaluator already silenced for this model
                 pipe.fit(X, y)
@@ -584,6 +596,10 @@ def run(
             settings["faults"] = options["faults"].text()
         if options.get("memory_limit_mb") is not None:
             settings["memory_limit_mb"] = int(options["memory_limit_mb"])
+        if options.get("portfolio") is not None:  # a resume must start from the same portfolio
+            portfolio = options["portfolio"]
+            settings["portfolio"] = str(portfolio) if isinstance(portfolio, (str, Path)) else \
+                [dict(c) for c in portfolio]
         if resume:
             store.check_meta(settings, ignore=("budget",))  # a resumed run may extend its budget
         elif len(store) > 0:

@@ -11,6 +11,9 @@ the pipelines fitted during the search, loaded rather than refitted. ``refit=Tru
 train+validation only when that is predicted to fit in the time left; otherwise they stay fitted on the
 training part and ``result_.info["final_model"]["refit_skipped"]`` says why. ``fit`` ends within a few
 seconds of the budget (at most max(5 %, 10 s) over it in the benchmarks/time_budget.py runs).
+
+``portfolio="builtin"`` (or a portfolio file, or a list of configurations) evaluates a warm-start portfolio
+first instead of random configurations (optdiv.cash.portfolio).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class _OptDivEstimator(BaseEstimator):
         refit: bool = False,
         validation_size: float = 0.25,
         seed: int = 0,
+        portfolio=None,
     ):
         self.method = method
         self.space = space
@@ -54,6 +58,7 @@ class _OptDivEstimator(BaseEstimator):
         self.refit = refit
         self.validation_size = validation_size
         self.seed = seed
+        self.portfolio = portfolio
 
     def fit(self, X, y, X_val=None, y_val=None):
         """Search, then keep the ensemble; ``X_val``/``y_val`` replace the internal validation split.
@@ -86,6 +91,7 @@ class _OptDivEstimator(BaseEstimator):
             classes=data.classes,
             columns=list(data.X.columns),
             started=started,
+            portfolio=self.portfolio,
         )
         try:
             self.ensemble_ = fit_model(result, result.space, splits, self._task, data.classes, list(data.X.columns),

@@ -174,8 +174,10 @@ def algorithm_of(config: Dict[str, Any]) -> str:
 
 
 def _final_estimator(model):
-    while hasattr(model, "steps"):
-        model = model.steps[-1][1]
+    from .target_range import RangeClippedRegressor
+
+    while hasattr(model, "steps") or isinstance(model, RangeClippedRegressor):
+        model = model.regressor if isinstance(model, RangeClippedRegressor) else model.steps[-1][1]
     return model
 
 
@@ -191,13 +193,18 @@ def _one_hot_labels(labels, n_rows: int, n_classes: int) -> np.ndarray:
     return out
 
 
-def build_pipeline(build, config: dict, X_train, seed: int):
-    """The unfitted pipeline every evaluation (and every refit of an ensemble member) uses."""
+def build_pipeline(build, config: dict, X_train, seed: int, task: str = "classification"):
+    """The unfitted pipeline every evaluation (and every refit of an ensemble member) uses; a regression
+    model's predictions are clipped near its training targets' range (optdiv.cash.target_range)."""
     from sklearn.pipeline import Pipeline
 
     from .data import make_preprocessor
+    from .target_range import RangeClippedRegressor
 
-    return Pipeline([("prep", make_preprocessor(X_train)), ("model", build(dict(config), seed))])
+    model = build(dict(config), seed)
+    if task == "regression":
+        model = RangeClippedRegressor(model)
+    return Pipeline([("prep", make_preprocessor(X_train)), ("model", model)])
 
 
 def predict_probabilities(pipe, X, n_classes: int) -> np.ndarray:
@@ -299,7 +306,7 @@ def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, 
     try:
         np.random.seed(seed % (2**32))
         random.seed(seed)
-        pipe = build_pipeline(build, config, splits.X_train, seed)
+        pipe = build_pipeline(build, config, splits.X_train, seed, task)
         model = pipe.steps[-1][1]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence and similar chatter of candidate models
@@ -367,7 +374,7 @@ def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed:
                 np.random.seed(seed % (2**32))  # every fold starts from the same state, as a holdout fit does
                 random.seed(seed)
                 X_fit = X.iloc[np.flatnonzero(~inside)]
-                pipe = build_pipeline(build, config, X_fit, seed)
+                pipe = build_pipeline(build, config, X_fit, seed, task)
                 model = pipe.steps[-1][1]
                 pipe.fit(X_fit, y[~inside])
                 began = time.perf_counter()

@@ -25,7 +25,9 @@ from optdiv.cash.optimizers import Optimizer
 FINALS = ("single", "ensemble", "own", "bagging", "stacking")
 #: Method options that change the search itself (the rest, e.g. ``builder``, change only the final model).
 SEARCH_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", "paper_clip", "contest", "inner")
-#: Of those, the ones the diversity selector takes.
+#: Strategies with an initial design that a warm-start portfolio replaces (optdiv.cash.portfolio).
+PORTFOLIO_STRATEGIES = ("rs", "bo", "tpe", "divbo", "optdivbo")
+#: Of the search options, the ones the diversity selector takes.
 SELECTOR_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", "paper_clip")
 
 

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from optdiv.cash.candidates import SpaceCandidates, as_dict, observation_key, seen_keys
+from optdiv.cash.candidates import SpaceCandidates, as_dict, config_key, observation_key, seen_keys
 from optdiv.core.diversity import diversity_to_pool
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
@@ -61,8 +61,10 @@ class Optimizer:
         n_trees: int = 50,
         selector_options: Optional[Dict] = None,
         candidates=None,
+        initial: Optional[Sequence[Dict]] = None,
     ):
         self.space = space
+        self.initial = [dict(c) for c in initial] if initial else []
         self.source = candidates if candidates is not None else SpaceCandidates(space)
         self.method, _ = parse_method(method)
         self.metric = metric
@@ -95,6 +97,10 @@ class Optimizer:
         step = len(history)
         rng = np.random.default_rng([self.seed, step] if stream == 0 else [self.seed, step, stream])
         seen = seen if seen is not None else seen_keys(history)
+        if self.initial and step < len(self.initial) and algorithm is None:
+            config = self._from_portfolio(step, seen)
+            if config is not None:
+                return Suggestion(config, time.perf_counter() - start, {"strategy": "portfolio"})
         if self.method == "rs" or step < self.n_initial:
             config = self.source.random(rng, seen, algorithm)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random"})
@@ -127,6 +133,16 @@ class Optimizer:
         else:
             index, info = self._diversity_choice(history, obs_x, cand_x, ei, y_val, rng, info)
         return Suggestion(as_dict(candidates[index]), time.perf_counter() - start, info)
+
+    def _from_portfolio(self, step: int, seen: set) -> Optional[Dict]:
+        """The first portfolio entry from position ``step`` on that is not evaluated yet and that the source
+        can offer (a replay library may lack it; a live space refuses one that is not valid in it). Indexing
+        by step means an entry the engine replaced (predicted not to fit the time left) is not offered again."""
+        for config in self.initial[step:]:
+            offered = self.source.offer(config)
+            if offered is not None and config_key(offered) not in seen:
+                return offered
+        return None
 
     def _finish_probability(self, history, obs_x, cand_x, step: int, stream: int) -> Optional[np.ndarray]:
         """Each candidate's probability of finishing within the time limit, from a forest over the timeouts so far

@@ -1,0 +1,121 @@
+"""Warm-start portfolios: a short, ordered list of configurations that did well across many datasets.
+
+A search that starts from random configurations spends its first evaluations on models nobody would try
+first; under a wall-time budget those are a large part of the run. A portfolio replaces the random initial
+design: its configurations are evaluated first, in order, and the strategy takes over after them (the idea
+behind auto-sklearn's meta-learned start and AutoGluon's preset model list, with no meta-features: one list
+per space and task).
+
+A portfolio is chosen greedily over a loss matrix (configurations x datasets) of replay libraries that share
+their configurations: each step adds the configuration that lowers the mean, over datasets, of the best
+normalised loss reached so far. The loss of a configuration on a dataset is normalised as its regret against
+the dataset's best, divided by the regret of the dataset's median configuration and capped at 1, so every
+dataset counts the same whatever its error scale. See docs/method.md ("Warm-start portfolio").
+
+The shipped portfolios live in ``optdiv/cash/portfolios/SPACE-TASK.json``; ``benchmarks/portfolio.py``
+builds them (and leave-one-dataset-out ones for reporting) from libraries.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+PORTFOLIO_DIR = Path(__file__).parent / "portfolios"
+
+#: ``portfolio=`` values that mean "the shipped portfolio of this space and task" / "no portfolio".
+BUILTIN = ("builtin", "default", "auto")
+NONE = ("none", "off", "random")
+
+
+def portfolio_path(space_name: str, task: str) -> Path:
+    return PORTFOLIO_DIR / f"{space_name}-{task}.json"
+
+
+def resolve_portfolio(portfolio, space_name: str, task: str) -> Optional[List[Dict]]:
+    """The configurations ``portfolio`` stands for: None or "none" (no portfolio), "builtin" (the shipped one
+    for this space and task), a path to a portfolio JSON file, or a list of configuration dicts."""
+    if portfolio is None:
+        return None
+    if isinstance(portfolio, (str, Path)):
+        text = str(portfolio)
+        if text.lower() in NONE:
+            return None
+        if text.lower() in BUILTIN:
+            path = portfolio_path(space_name, task)
+            if not path.exists():
+                raise ValueError(f"no built-in portfolio for the {space_name!r} space and {task}; "
+                                 f"pass portfolio=None or a portfolio file")
+        else:
+            path = Path(text)
+            if not path.exists():
+                raise FileNotFoundError(f"portfolio file {path} not found")
+        return read_portfolio(path, task)
+    configs = [dict(c) for c in portfolio]
+    if not configs:
+        raise ValueError("an empty portfolio: pass None for a random start")
+    return configs
+
+
+def read_portfolio(path: Union[str, Path], task: Optional[str] = None) -> List[Dict]:
+    """The configurations of a portfolio file, checked against ``task`` when the file names one."""
+    payload = json.loads(Path(path).read_text())
+    if not isinstance(payload, dict) or not isinstance(payload.get("configs"), list):
+        raise ValueError(f"{path} is not a portfolio file (a JSON object with a 'configs' list)")
+    if task is not None and payload.get("task") not in (None, task):
+        raise ValueError(f"portfolio {path} is for {payload['task']}, not {task}")
+    return [dict(c) for c in payload["configs"]]
+
+
+def write_portfolio(path: Union[str, Path], configs: Sequence[Dict], **info) -> None:
+    """Write ``configs`` (in order) with provenance ``info`` (space, task, datasets, how it was chosen)."""
+    payload = dict(info)
+    payload["configs"] = [dict(c) for c in configs]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
+
+
+def normalized_regret(losses: np.ndarray) -> np.ndarray:
+    """(configurations, datasets) losses -> regret against each dataset's best, in units of the median
+    configuration's regret, capped at 1; a missing or failed run (NaN or inf) counts as 1."""
+    losses = np.asarray(losses, dtype=np.float64)
+    out = np.ones_like(losses)
+    for j in range(losses.shape[1]):
+        column = losses[:, j]
+        finite = np.isfinite(column)
+        if not finite.any():
+            continue
+        best = column[finite].min()
+        scale = np.median(column[finite]) - best
+        if scale <= 0:  # at least half of the configurations tie with the best
+            out[finite, j] = np.where(column[finite] <= best, 0.0, 1.0)
+        else:
+            out[finite, j] = np.minimum((column[finite] - best) / scale, 1.0)
+    return out
+
+
+def greedy_portfolio(losses: np.ndarray, size: int, allowed: Optional[np.ndarray] = None) -> List[int]:
+    """Row indices of a greedy portfolio of ``size`` configurations over a (configurations, datasets) loss
+    matrix: each step adds the row that most lowers the mean over datasets of the best normalised regret
+    reached so far (ties: the lower mean regret, then the lower index). ``allowed`` masks rows that may be
+    chosen (e.g. fast enough)."""
+    regret = normalized_regret(losses)
+    n = regret.shape[0]
+    allowed = np.ones(n, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
+    if allowed.shape != (n,):
+        raise ValueError("allowed must have one entry per configuration")
+    best = np.ones(regret.shape[1])
+    mean_regret = regret.mean(axis=1)
+    chosen: List[int] = []
+    for _ in range(min(int(size), int(allowed.sum()))):
+        covered = np.minimum(regret, best).mean(axis=1)
+        covered[~allowed] = np.inf
+        covered[chosen] = np.inf
+        order = np.lexsort((np.arange(n), mean_regret, covered))
+        pick = int(order[0])
+        chosen.append(pick)
+        best = np.minimum(best, regret[pick])
+    return chosen
