@@ -67,12 +67,15 @@ def loss_matrix(libraries: Sequence, metric: str):
     return configs, losses, seconds
 
 
-def choose(libraries: Sequence, metric: str, size: int, max_fit: float, among: Sequence = ()) -> List[Dict]:
+def choose(libraries: Sequence, metric: str, size: int, max_fit: float, among: Sequence = (),
+           per_algorithm: int = 0) -> List[Dict]:
     """Greedy portfolio over ``libraries``; ``among``: more libraries that only restrict the candidates to the
     configurations they hold too (their losses are not looked at)."""
     configs, losses, seconds = loss_matrix(list(libraries) + list(among), metric)
     k = len(libraries)
-    picks = greedy_portfolio(losses[:, :k], size, allowed=(seconds[:, :k] <= max_fit).all(axis=1))
+    algorithms = [libraries[0].space.algorithm_of(c) for c in configs]
+    picks = greedy_portfolio(losses[:, :k], size, allowed=(seconds[:, :k] <= max_fit).all(axis=1),
+                             groups=algorithms, per_group=per_algorithm or None)
     return [configs[i] for i in picks]
 
 
@@ -89,10 +92,10 @@ def build(args) -> int:
         raise SystemExit(f"the libraries mix tasks ({sorted(tasks)}): build one portfolio per task")
     task = tasks.pop()
     metric = _metric(task, args.regression_metric)
-    configs = choose(libraries, metric, args.size, args.max_fit)
+    configs = choose(libraries, metric, args.size, args.max_fit, per_algorithm=args.per_algorithm)
     write_portfolio(args.out, configs, space=args.space, task=task, metric=metric,
                     datasets=[lib.name for lib in libraries], library_sizes=[len(lib.configs) for lib in libraries],
-                    size=args.size, max_fit_seconds=args.max_fit,
+                    size=args.size, max_fit_seconds=args.max_fit, per_algorithm=args.per_algorithm,
                     chosen_by="greedy over validation losses, normalised regret capped at the median "
                               "(benchmarks/portfolio.py build)")
     print(f"wrote {args.out}: {len(configs)} configurations from {', '.join(lib.name for lib in libraries)}")
@@ -121,7 +124,7 @@ def replay(args) -> int:
             print(f"{name}: no other {lib.task} library to build a portfolio from; skipped")
             continue
         metric = _metric(lib.task, args.regression_metric)
-        portfolio = choose(others, metric, args.size, args.max_fit, among=[lib])
+        portfolio = choose(others, metric, args.size, args.max_fit, among=[lib], per_algorithm=args.per_algorithm)
         (out / f"portfolio-without-{name}.json").write_text(json.dumps(portfolio, indent=1, sort_keys=True))
         for method in args.methods.split(","):
             for start in ("random", "portfolio"):
@@ -186,6 +189,7 @@ def main(argv=None) -> int:
         p.add_argument("--size", type=int, default=DEFAULT_SIZE, help="configurations in a portfolio")
         p.add_argument("--max-fit", type=float, default=DEFAULT_MAX_FIT,
                        help="longest fit (s) on any library a portfolio configuration may have")
+        p.add_argument("--per-algorithm", type=int, default=0, help="most configurations of one algorithm (0: any)")
         p.add_argument("--regression-metric", default="mse")
         p.add_argument("--out", required=True)
     sub.choices["build"].add_argument("--exclude", default="", help="datasets left out of the portfolio")

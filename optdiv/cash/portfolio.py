@@ -97,25 +97,32 @@ def normalized_regret(losses: np.ndarray) -> np.ndarray:
     return out
 
 
-def greedy_portfolio(losses: np.ndarray, size: int, allowed: Optional[np.ndarray] = None) -> List[int]:
+def greedy_portfolio(losses: np.ndarray, size: int, allowed: Optional[np.ndarray] = None,
+                     groups: Optional[Sequence] = None, per_group: Optional[int] = None) -> List[int]:
     """Row indices of a greedy portfolio of ``size`` configurations over a (configurations, datasets) loss
     matrix: each step adds the row that most lowers the mean over datasets of the best normalised regret
     reached so far (ties: the lower mean regret, then the lower index). ``allowed`` masks rows that may be
-    chosen (e.g. fast enough)."""
+    chosen (e.g. fast enough); with ``groups`` (e.g. each row's algorithm) no group gets more than
+    ``per_group`` rows, so a portfolio does not spend itself on one algorithm that suits most datasets."""
     regret = normalized_regret(losses)
     n = regret.shape[0]
-    allowed = np.ones(n, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
+    allowed = np.ones(n, dtype=bool) if allowed is None else np.array(allowed, dtype=bool)
     if allowed.shape != (n,):
         raise ValueError("allowed must have one entry per configuration")
+    groups = None if groups is None else np.asarray(groups, dtype=object)
+    if groups is not None and groups.shape != (n,):
+        raise ValueError("groups must have one entry per configuration")
     best = np.ones(regret.shape[1])
     mean_regret = regret.mean(axis=1)
     chosen: List[int] = []
-    for _ in range(min(int(size), int(allowed.sum()))):
+    while len(chosen) < int(size) and allowed.any():
         covered = np.minimum(regret, best).mean(axis=1)
         covered[~allowed] = np.inf
-        covered[chosen] = np.inf
         order = np.lexsort((np.arange(n), mean_regret, covered))
         pick = int(order[0])
         chosen.append(pick)
+        allowed[pick] = False
+        if groups is not None and per_group is not None and np.sum(groups[chosen] == groups[pick]) >= per_group:
+            allowed &= groups != groups[pick]
         best = np.minimum(best, regret[pick])
     return chosen

@@ -41,6 +41,16 @@ def test_greedy_portfolio_covers_every_dataset_and_respects_the_mask():
     assert greedy_portfolio(losses, 2)[0] == 3  # unmasked, the all-round best comes first
 
 
+def test_greedy_portfolio_caps_each_algorithm():
+    # three near-identical strong rows of one algorithm, one weaker row of another
+    losses = np.array([[0.10, 0.10], [0.11, 0.10], [0.10, 0.11], [0.30, 0.30], [0.5, 0.5], [0.6, 0.6]])
+    groups = ["gbm", "gbm", "gbm", "lda", "knn", "knn"]
+    uncapped = greedy_portfolio(losses, 3)
+    assert uncapped == [0, 1, 2]
+    capped = greedy_portfolio(losses, 3, groups=groups, per_group=2)
+    assert capped[:2] == [0, 1] and capped[2] == 3
+
+
 def test_portfolio_files_round_trip_and_refuse_the_wrong_task(tmp_path):
     path = tmp_path / "p.json"
     write_portfolio(path, [LINEAR, TREE], space="tiny", task="classification", datasets=["a", "b"])
