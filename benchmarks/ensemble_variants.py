@@ -73,7 +73,14 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=int, default=50)
     parser.add_argument("--seeds", default="0-9")
     parser.add_argument("--regression-metric", default="mse")
+    parser.add_argument("--portfolio", help="a JSON list of configurations (or portfolio file) evaluated first")
     args = parser.parse_args(argv)
+    options = None
+    if args.portfolio:
+        import json
+
+        payload = json.loads(Path(args.portfolio).read_text())
+        options = {"initial": payload["configs"] if isinstance(payload, dict) else payload}
     seeds = parse_seeds(args.seeds)
     for name in args.datasets.split(","):
         path = Path(args.data_dir) / f"{name}.csv"
@@ -84,7 +91,7 @@ def main(argv=None) -> int:
         table: Dict[str, list] = {}
         val_table: Dict[str, list] = {}
         for seed in seeds:
-            history = replay_search(lib, args.method, metric, seed, args.budget).history
+            history = replay_search(lib, args.method, metric, seed, args.budget, optimizer_options=options).history
             ok = [obs for obs in history if obs.ok and obs.val_pred is not None]
             val = np.stack([obs.val_pred for obs in ok]).astype(np.float64)
             test = np.stack([obs.test_pred for obs in ok]).astype(np.float64)
