@@ -9,6 +9,7 @@ how they use the validation rows:
 - ``es-brier`` / ``es-logloss``: the same selection on a smooth proxy loss (classification only);
 - ``es-top20``: selection among the 20 members of lowest validation loss only (auto-sklearn's ensemble_nbest);
 - ``es-bagged``: the weights averaged over 20 selections, each on a bootstrap sample of the validation rows;
+- ``es-brier-bagged`` / ``es-logloss-bagged``: both at once;
 - ``best``: the single member of lowest validation loss.
 
     python benchmarks/ensemble_variants.py --data-dir ../shared/datasets --datasets quake,wind,cpu_act,cpu_small \\
@@ -61,6 +62,8 @@ def builders(task: str, metric: str) -> Dict[str, Callable]:
     if task == "classification":
         out["es-brier"] = _es("brier")
         out["es-logloss"] = _es("log_loss")
+        out["es-brier-bagged"] = _es("brier", bags=20)
+        out["es-logloss-bagged"] = _es("log_loss", bags=20)
     return out
 
 

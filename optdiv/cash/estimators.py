@@ -12,6 +12,10 @@ train+validation only when that is predicted to fit in the time left; otherwise 
 training part and ``result_.info["final_model"]["refit_skipped"]`` says why. ``fit`` ends within a few
 seconds of the budget (at most max(5 %, 10 s) over it in the benchmarks/time_budget.py runs).
 
+``cv=K`` evaluates every configuration by K-fold cross-validation over all the rows given (out-of-fold
+validation predictions: far more rows for choosing the ensemble on small data), and the final members are
+fitted on all of them.
+
 ``portfolio="builtin"`` (or a portfolio file, or a list of configurations) evaluates a warm-start portfolio
 first instead of random configurations (optdiv.cash.portfolio).
 """
@@ -24,7 +28,7 @@ from typing import Optional
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-from optdiv.cash.data import Splits, check_predict_columns, from_xy, split_train_validation
+from optdiv.cash.data import Splits, check_predict_columns, cross_validation_view, from_xy, split_train_validation
 from optdiv.cash.budget import deadline_for
 from optdiv.cash.engine import fit_model, search
 
@@ -46,6 +50,7 @@ class _OptDivEstimator(BaseEstimator):
         validation_size: float = 0.25,
         seed: int = 0,
         portfolio=None,
+        cv: Optional[int] = None,
     ):
         self.method = method
         self.space = space
@@ -59,6 +64,7 @@ class _OptDivEstimator(BaseEstimator):
         self.validation_size = validation_size
         self.seed = seed
         self.portfolio = portfolio
+        self.cv = cv
 
     def fit(self, X, y, X_val=None, y_val=None):
         """Search, then keep the ensemble; ``X_val``/``y_val`` replace the internal validation split.
@@ -74,6 +80,8 @@ class _OptDivEstimator(BaseEstimator):
             val = from_xy(X_val, y_val, task=self._task, name="validation", classes=data.classes)
             check_predict_columns(list(data.X.columns), val.X)
             splits = Splits(data.X, data.y, val.X[list(data.X.columns)], val.y, None, None)
+        if self.cv is not None:  # before the search, so the final members are fitted on every row too
+            splits = cross_validation_view(splits, self.cv, self.seed, self._task)
         n_classes = None if data.classes is None else len(data.classes)
         result = search(
             splits,

@@ -73,3 +73,12 @@ def test_errors_are_clear():
         OptDivClassifier(budget=1, space=tiny_space("classification")).fit(
             x[:100], y[:100], X_val=x[100:130], y_val=np.full(30, 7)
         )
+
+
+def test_cross_validation_uses_every_row_for_the_ensemble_and_the_members():
+    x, y = load_breast_cancer(return_X_y=True)
+    clf = OptDivClassifier(space=tiny_space("classification"), budget=3, seed=0, cv=3).fit(x[:150], y[:150])
+    ok = [obs for obs in clf.result_.history if obs.status == "ok"]
+    assert ok and all(len(obs.val_pred) == 150 for obs in ok)  # out-of-fold predictions for all rows given
+    assert {member["source"] for member in clf.members_} == {"refitted"}  # fold fits are not kept: refitted
+    assert clf.score(x[150:], y[150:]) > 0.8
