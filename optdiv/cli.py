@@ -64,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how DivBO / OptDivBO build their temporary pool")
     run.add_argument("--vote", action="store_true", help="classification: weighted majority vote, not averaged probabilities")
     run.add_argument("--ensemble-size", type=int, default=25)
+    run.add_argument("--ensemble-loss", metavar="METRIC",
+                     help="what the final ensemble selection minimises (default: --metric); e.g. log_loss")
+    run.add_argument("--ensemble-bags", type=int, default=0, metavar="N",
+                     help="average N ensemble selections on bootstrap samples of the validation rows (0: one)")
     run.add_argument("--refit", action="store_true", help="refit the members on train+validation")
     run.add_argument("--cv", type=int, metavar="K",
                      help="evaluate by K-fold cross-validation over train+validation (out-of-fold predictions; "
@@ -173,6 +177,8 @@ def _run(args, started: float) -> int:
             time_limit=args.time_limit,
             ensemble=args.ensemble,
             ensemble_size=args.ensemble_size,
+            ensemble_loss=args.ensemble_loss,
+            ensemble_bags=args.ensemble_bags,
             sampler=args.sampler,
             vote=args.vote,
             pool=args.pool,

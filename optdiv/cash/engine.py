@@ -66,12 +66,13 @@ class FinalChoice:
 def finalize(spec: MethodSpec, strategy, history: List, y_val: np.ndarray, loss: str, ensemble: str = "caruana",
              ensemble_size: int = 25, seed: int = 0, task: str = "classification",
              n_classes: Optional[int] = None, sampler: str = "bootstrap", vote: bool = False,
-             tune_rho: bool = False):
+             tune_rho: bool = False, selection_loss: Optional[str] = None, bags: int = 0):
     """The method's final model over ``history``: (FinalChoice, its validation prediction).
 
     ``sampler`` is Agnostic Bayes's posterior sampler; ``vote`` combines a classification ensemble by
     weighted majority vote instead of averaging probabilities; ``tune_rho`` (out-of-fold predictions, k-fold
-    CV) tunes Agnostic Bayes's rho on the paper's grid instead of keeping rho = 1 (see ``choose_members``).
+    CV) tunes Agnostic Bayes's rho on the paper's grid instead of keeping rho = 1 (see ``choose_members``);
+    ``selection_loss`` and ``bags`` change what ensemble selection minimises and bag it (``choose_members``).
     """
     vote = bool(vote) and task == "classification"
     if spec.final == "single":
@@ -81,7 +82,8 @@ def finalize(spec: MethodSpec, strategy, history: List, y_val: np.ndarray, loss:
         ensemble = spec.options.get("builder", ensemble)
         info: Dict = {}
         choice = FinalChoice(*choose_members(history, y_val, loss, ensemble, size, seed, sampler=sampler, vote=vote,
-                                             tune_rho=tune_rho, info=info),
+                                             tune_rho=tune_rho, info=info, selection_loss=selection_loss,
+                                             bags=bags),
                              vote=vote, info=info)
     elif spec.final == "own":
         choice = FinalChoice(*strategy.final_members(history, y_val))
@@ -152,6 +154,8 @@ def search(
     memory_limit_mb: Optional[int] = None,
     started: Optional[float] = None,
     portfolio=None,
+    ensemble_loss: Optional[str] = None,
+    ensemble_bags: int = 0,
 ) -> SearchResult:
     """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the final model.
 
@@ -185,6 +189,10 @@ def search(
 
     ``portfolio`` ("builtin", a portfolio file, or a list of configurations; see optdiv.cash.portfolio)
     replaces the random initial design of the BO-family strategies: its configurations are evaluated first.
+
+    ``ensemble_loss`` (default: the run's metric) is what the final Caruana selection minimises, and
+    ``ensemble_bags > 0`` averages that many selections over bootstrap samples of the validation rows; DivBO's
+    and OptDivBO's temporary pool keeps the run's metric.
     """
     if evaluator is not None and (cv is not None or (getattr(splits, "folds", None) is not None
                                                      and getattr(evaluator, "splits", None) is not splits)):
@@ -207,6 +215,10 @@ def search(
     if ensemble not in BUILDERS:
         raise ValueError(f"unknown ensemble builder {ensemble!r}; choose one of {', '.join(BUILDERS)}")
     loss = resolve_metric(metric, task)
+    if ensemble_loss is not None:
+        ensemble_loss = resolve_metric(ensemble_loss, task)
+    if ensemble_bags < 0:
+        raise ValueError("ensemble_bags must be 0 (one selection) or more")
     space = get_space(space, task) if isinstance(space, str) else space
     from optdiv.core.agnostic_bayes import SAMPLERS
     from optdiv.core.pool import BUILDERS as POOL_BUILDERS
@@ -320,7 +332,8 @@ def search(
     if constraints:
         _require_feasible(history, constraints)
     choice, val_pred = finalize(spec, strategy, history, splits.y_val, loss, ensemble, ensemble_size, seed, task,
-                                n_classes, sampler=sampler, vote=vote, tune_rho=n_folds is not None)
+                                n_classes, sampler=sampler, vote=vote, tune_rho=n_folds is not None,
+                                selection_loss=ensemble_loss, bags=ensemble_bags)
     result = SearchResult(
         history=history,
         member_indices=choice.members,
@@ -596,6 +609,7 @@ def run(
             settings["faults"] = options["faults"].text()
         if options.get("memory_limit_mb") is not None:
             settings["memory_limit_mb"] = int(options["memory_limit_mb"])
+        settings.update({k: options[k] for k in _STORED_WHEN_GIVEN if options.get(k)})
         if options.get("portfolio") is not None:  # a resume must start from the same portfolio
             portfolio = options["portfolio"]
             settings["portfolio"] = str(portfolio) if isinstance(portfolio, (str, Path)) else \
@@ -635,3 +649,5 @@ def run(
 
 _STORED_OPTIONS = ("method", "metric", "space", "budget", "time_limit", "ensemble", "ensemble_size", "refit", "sampler",
                    "vote", "pool")
+#: Stored only when given, so that runs stored before they existed still resume.
+_STORED_WHEN_GIVEN = ("ensemble_loss", "ensemble_bags")

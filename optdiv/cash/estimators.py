@@ -51,6 +51,8 @@ class _OptDivEstimator(BaseEstimator):
         seed: int = 0,
         portfolio=None,
         cv: Optional[int] = None,
+        ensemble_loss: Optional[str] = None,
+        ensemble_bags: int = 0,
     ):
         self.method = method
         self.space = space
@@ -65,6 +67,8 @@ class _OptDivEstimator(BaseEstimator):
         self.seed = seed
         self.portfolio = portfolio
         self.cv = cv
+        self.ensemble_loss = ensemble_loss
+        self.ensemble_bags = ensemble_bags
 
     def fit(self, X, y, X_val=None, y_val=None):
         """Search, then keep the ensemble; ``X_val``/``y_val`` replace the internal validation split.
@@ -100,6 +104,8 @@ class _OptDivEstimator(BaseEstimator):
             columns=list(data.X.columns),
             started=started,
             portfolio=self.portfolio,
+            ensemble_loss=self.ensemble_loss,
+            ensemble_bags=self.ensemble_bags,
         )
         try:
             self.ensemble_ = fit_model(result, result.space, splits, self._task, data.classes, list(data.X.columns),

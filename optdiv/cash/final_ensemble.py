@@ -14,7 +14,7 @@ import numpy as np
 
 from optdiv.core.agnostic_baselines import amin_weights, tuned_agnostic_bayes, tuned_smin
 from optdiv.core.agnostic_bayes import SAMPLERS
-from optdiv.core.ensemble import agnostic_bayes_weights, ensemble_selection
+from optdiv.core.ensemble import agnostic_bayes_weights, bagged_ensemble_selection, ensemble_selection
 from optdiv.core.metrics import per_example_loss
 
 #: caruana: ensemble selection; agnostic_bayes: posterior of being best (seed 002); amin: the lowest
@@ -25,6 +25,7 @@ BUILDERS = ("caruana", "agnostic_bayes", "amin", "smin")
 def choose_members(
     history: Sequence, y_val: np.ndarray, loss: str, builder: str = "caruana", size: int = 25, seed: int = 0,
     sampler: str = "bootstrap", vote: bool = False, tune_rho: bool = False, info: Optional[Dict] = None,
+    selection_loss: Optional[str] = None, bags: int = 0,
 ) -> Tuple[List[int], np.ndarray]:
     """Indices into ``history`` and their weights (summing to 1); only successful runs take part.
 
@@ -33,6 +34,10 @@ def choose_members(
     sample-size ratio rho is tuned on the paper's grid by the ensemble's own loss on them; otherwise
     (a holdout split, the paper's single-split protocol) rho is 1. A dict passed as ``info`` receives the
     ``rho`` used by ``agnostic_bayes``.
+
+    ``caruana`` only: ``selection_loss`` replaces ``loss`` as what the selection minimises (e.g. log loss for a
+    0/1-error run: a smooth loss fits the validation rows' noise less), and ``bags > 0`` averages that many
+    selections on bootstrap samples of the rows (:func:`~optdiv.core.ensemble.bagged_ensemble_selection`).
     """
     if builder not in BUILDERS:
         raise ValueError(f"unknown ensemble builder {builder!r}; choose one of {', '.join(BUILDERS)}")
@@ -41,7 +46,11 @@ def choose_members(
     ok = _successful(history)
     preds = np.stack([history[i].val_pred for i in ok])
     if builder == "caruana":
-        weights = ensemble_selection(preds, y_val, loss, size=size, seed=seed).weights
+        target = selection_loss or loss
+        if bags:
+            weights = bagged_ensemble_selection(preds, y_val, target, size=size, bags=bags, seed=seed)
+        else:
+            weights = ensemble_selection(preds, y_val, target, size=size, seed=seed).weights
     elif builder == "agnostic_bayes":
         if tune_rho:
             rho, weights = tuned_agnostic_bayes(preds, y_val, loss, sampler=sampler, seed=seed, vote=vote)

@@ -65,6 +65,25 @@ def ensemble_selection(preds, y, loss: LossSpec = "error", size: int = 25, seed:
     return SelectionResult(counts / size, path, picks)
 
 
+def bagged_ensemble_selection(preds, y, loss: LossSpec = "error", size: int = 25, bags: int = 20,
+                              seed: int = 0) -> np.ndarray:
+    """(m,) weights averaged over ``bags`` ensemble selections, each on a bootstrap sample of the rows.
+
+    One selection fits the validation rows it sees: with a few hundred rows it keeps members whose gain is
+    noise. A member chosen on most bootstrap samples keeps its weight; one chosen on a few loses most of it.
+    """
+    preds = as_predictions(preds)
+    y = as_targets(y, preds)
+    if bags < 1:
+        raise ValueError("bags must be at least 1")
+    rng = np.random.default_rng(seed)
+    weights = np.zeros(preds.shape[0], dtype=np.float64)
+    for b in range(bags):
+        rows = rng.integers(0, len(y), len(y))
+        weights += ensemble_selection(preds[:, rows], y[rows], loss, size=size, seed=seed + b).weights
+    return weights / bags
+
+
 def ensemble_predict(preds, weights) -> np.ndarray:
     """Weighted average of the models' predictions (probabilities or values)."""
     preds = np.asarray(preds)

@@ -238,3 +238,17 @@ def test_diversity_pool_by_agnostic_bayes(cls_splits):
     with pytest.raises(ValueError, match="sampler"):
         search(cls_splits, "classification", n_classes=2, method="bo-es", space=tiny_space("classification"),
                budget=7, seed=0, ensemble="agnostic_bayes", sampler="nope", optimizer_options=FAST)
+
+
+def test_final_selection_on_another_loss_and_bagged(cls_splits):
+    space = tiny_space("classification")
+    kwargs = dict(n_classes=2, method="bo-es", space=space, budget=6, seed=0, optimizer_options=FAST)
+    plain = search(cls_splits, "classification", **kwargs)
+    bagged = search(cls_splits, "classification", ensemble_loss="log_loss", ensemble_bags=5, **kwargs)
+    assert [o.config for o in plain.history] == [o.config for o in bagged.history]  # the search is the same
+    assert bagged.weights.sum() == pytest.approx(1.0)
+    assert bagged.info["metric"] == "error"  # the run's metric is still what is reported
+    with pytest.raises(ValueError, match="unknown classification metric"):
+        search(cls_splits, "classification", ensemble_loss="mse", **kwargs)
+    with pytest.raises(ValueError, match="ensemble_bags"):
+        search(cls_splits, "classification", ensemble_bags=-1, **kwargs)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from optdiv.core.ensemble import TIE_TOLERANCE, ensemble_predict, ensemble_selection
+from optdiv.core.ensemble import TIE_TOLERANCE, bagged_ensemble_selection, ensemble_predict, ensemble_selection
 from optdiv.core.metrics import mean_loss
 
 
@@ -109,3 +109,21 @@ def test_bad_input(preds, y, loss, match):
 def test_size_must_be_positive():
     with pytest.raises(ValueError, match="at least 1"):
         ensemble_selection(np.zeros((2, 3)), np.zeros(3), "mse", size=0)
+
+
+def test_bagged_selection_averages_bootstrap_selections():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 300)
+    good = np.where(y[:, None] == np.arange(2), 0.8, 0.2)  # right on every row
+    noisy = [np.where(rng.random((300, 1)) < 0.6, good, 1 - good) for _ in range(6)]  # right on about 60%
+    preds = np.stack([good] + noisy)
+    weights = bagged_ensemble_selection(preds, y, "log_loss", size=10, bags=8, seed=3)
+    assert weights.shape == (7,) and weights.sum() == pytest.approx(1.0)
+    assert weights[0] > 0.9  # the member that is best on every bootstrap sample keeps its weight
+    np.testing.assert_array_equal(weights, bagged_ensemble_selection(preds, y, "log_loss", size=10, bags=8, seed=3))
+    # one bag is one selection on one bootstrap sample of the rows
+    rows = np.random.default_rng(3).integers(0, 300, 300)
+    single = ensemble_selection(preds[:, rows], y[rows], "log_loss", size=10, seed=3).weights
+    np.testing.assert_array_equal(bagged_ensemble_selection(preds, y, "log_loss", size=10, bags=1, seed=3), single)
+    with pytest.raises(ValueError, match="bags"):
+        bagged_ensemble_selection(preds, y, "log_loss", bags=0)
