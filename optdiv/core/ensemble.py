@@ -44,12 +44,20 @@ def ensemble_selection(preds, y, loss: LossSpec = "error", size: int = 25, seed:
     y = as_targets(y, preds)
     if size < 1:
         raise ValueError("ensemble size must be at least 1")
+    _check_selection_loss(loss, preds)
+    return _select(preds.astype(np.float64), y, loss, size, seed)
+
+
+def _check_selection_loss(loss: LossSpec, preds: np.ndarray) -> None:
     if isinstance(loss, str):
         check_loss(loss)
         if is_classification_loss(loss) != (preds.ndim == 3):
             raise ValueError(f"loss {loss!r} does not match predictions of shape {preds.shape}")
+
+
+def _select(stack: np.ndarray, y: np.ndarray, loss: LossSpec, size: int, seed: int) -> SelectionResult:
+    """:func:`ensemble_selection` on float64 predictions already checked."""
     rng = np.random.default_rng(seed)
-    stack = preds.astype(np.float64)
     round_losses = _round_loss_function(stack, y, loss)
     running = np.zeros(stack.shape[1:], dtype=np.float64)
     counts = np.zeros(stack.shape[0], dtype=np.int64)
@@ -76,11 +84,15 @@ def bagged_ensemble_selection(preds, y, loss: LossSpec = "error", size: int = 25
     y = as_targets(y, preds)
     if bags < 1:
         raise ValueError("bags must be at least 1")
+    if size < 1:
+        raise ValueError("ensemble size must be at least 1")
+    _check_selection_loss(loss, preds)
     rng = np.random.default_rng(seed)
+    stack = preds.astype(np.float64)  # cast once, not once per bag
     weights = np.zeros(preds.shape[0], dtype=np.float64)
     for b in range(bags):
         rows = rng.integers(0, len(y), len(y))
-        weights += ensemble_selection(preds[:, rows], y[rows], loss, size=size, seed=seed + b).weights
+        weights += _select(stack[:, rows], y[rows], loss, size, seed + b).weights
     return weights / bags
 
 
