@@ -11,6 +11,18 @@ from typing import List, Optional
 from optdiv import __version__
 
 
+def _bags(text: str):
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of bags or 'auto', not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("the number of bags cannot be negative")
+    return value
+
+
 def _constraint(text: str):
     """argparse type of ``--constraint``: a parsed Constraint, or argparse's error with the reason."""
     from optdiv.cash.constraints import Constraint
@@ -64,10 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how DivBO / OptDivBO build their temporary pool")
     run.add_argument("--vote", action="store_true", help="classification: weighted majority vote, not averaged probabilities")
     run.add_argument("--ensemble-size", type=int, default=25)
-    run.add_argument("--ensemble-loss", metavar="METRIC",
-                     help="what the final ensemble selection minimises (default: --metric); e.g. log_loss")
-    run.add_argument("--ensemble-bags", type=int, default=0, metavar="N",
-                     help="average N ensemble selections on bootstrap samples of the validation rows (0: one)")
+    run.add_argument("--ensemble-loss", metavar="METRIC", default="auto",
+                     help="what the final ensemble selection minimises: auto (log_loss for 0/1 error, else the "
+                          "metric: measured to over-fit the validation rows least), or a metric name")
+    run.add_argument("--ensemble-bags", type=_bags, default="auto", metavar="N",
+                     help="average N ensemble selections on bootstrap samples of the validation rows: auto (20 "
+                          "for regression, 0 for classification) or a number (0: one selection)")
     run.add_argument("--refit", action="store_true", help="refit the members on train+validation")
     run.add_argument("--cv", type=int, metavar="K",
                      help="evaluate by K-fold cross-validation over train+validation (out-of-fold predictions; "

@@ -17,11 +17,13 @@ from optdiv.cash.data import Splits, cross_validation_view, split
 from optdiv.cash.evaluator import DEADLINE, Evaluator, algorithm_of, build_pipeline
 from optdiv.cash.faults import inject_faults, parse_faults
 from optdiv.cash.final_ensemble import (
+    AUTO,
     BUILDERS,
     EnsembleModel,
     Stacker,
     best_single,
     choose_members,
+    resolve_selection,
     top_k,
     weighted_prediction,
 )
@@ -348,6 +350,8 @@ def search(
               "evaluation": "holdout" if n_folds is None else f"{n_folds}-fold CV", **choice.info,
               **({} if parallel_stats is None else {"parallel": parallel_stats}),
               "search_seconds": search_seconds, **({} if stopped is None else {"stopped": stopped}),
+              **({"ensemble_selection": {"loss": ensemble_loss or loss, "bags": int(ensemble_bags)}}
+                 if spec.final == "ensemble" and ensemble in ("caruana",) else {}),
               **({"time_fill_ins": fill_ins} if fill_ins else {})},
         stacker=choice.stacker,
         vote=choice.vote,
@@ -541,6 +545,7 @@ def result_summary(result: SearchResult, dataset_name: str, task: str) -> Dict:
         "evaluation": result.info.get("evaluation", "holdout"),
         "cv": result.info.get("cv"),
         "rho": result.info.get("rho"),
+        "ensemble_selection": result.info.get("ensemble_selection"),
         "val_error": result.val_loss,
         "test_error": result.test_loss,
         "ensemble": [
@@ -577,6 +582,10 @@ def run(
 
     ``time_budget`` (in ``options``) counts from ``started`` (a ``time.perf_counter()`` reading; default: the
     start of this call) and covers loading the data, the search, the final model and writing it.
+
+    ``ensemble_loss`` / ``ensemble_bags`` default to ``"auto"`` here (see
+    :func:`~optdiv.cash.final_ensemble.resolve_selection`); they change only the final model, so a resumed run
+    may use other values.
     """
     import joblib
 
@@ -585,8 +594,11 @@ def run(
     from optdiv.cash.data import load_dataset
 
     options["constraints"] = parse_constraints(options.get("constraints"))  # bad text fails before loading data
+    auto_selection = (options.get("ensemble_loss", AUTO), options.get("ensemble_bags", AUTO))
     options["faults"] = parse_faults(options.get("faults"), seed)
     dataset = load_dataset(data, target=target, task=task)
+    options["ensemble_loss"], options["ensemble_bags"] = resolve_selection(
+        dataset.task, resolve_metric(options.get("metric"), dataset.task), *auto_selection)
     splits = split(dataset, seed=seed)
     cv = options.pop("cv", None)
     if cv is not None:  # before the search, so the saved model's refit (fit_model) uses train+validation too
@@ -609,7 +621,6 @@ def run(
             settings["faults"] = options["faults"].text()
         if options.get("memory_limit_mb") is not None:
             settings["memory_limit_mb"] = int(options["memory_limit_mb"])
-        settings.update({k: options[k] for k in _STORED_WHEN_GIVEN if options.get(k)})
         if options.get("portfolio") is not None:  # a resume must start from the same portfolio
             portfolio = options["portfolio"]
             settings["portfolio"] = str(portfolio) if isinstance(portfolio, (str, Path)) else \
@@ -649,5 +660,3 @@ def run(
 
 _STORED_OPTIONS = ("method", "metric", "space", "budget", "time_limit", "ensemble", "ensemble_size", "refit", "sampler",
                    "vote", "pool")
-#: Stored only when given, so that runs stored before they existed still resume.
-_STORED_WHEN_GIVEN = ("ensemble_loss", "ensemble_bags")

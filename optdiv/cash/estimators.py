@@ -16,6 +16,10 @@ seconds of the budget (at most max(5 %, 10 s) over it in the benchmarks/time_bud
 validation predictions: far more rows for choosing the ensemble on small data), and the final members are
 fitted on all of them.
 
+``ensemble_loss`` / ``ensemble_bags`` ("auto" by default) set what the final ensemble selection minimises and
+how many bootstrap selections it averages; "auto" is what over-fitted the validation rows least in replay
+(log loss for a 0/1-error classifier, 20 bags for a regressor); ``None`` / ``0`` is the papers' protocol.
+
 ``portfolio="builtin"`` (or a portfolio file, or a list of configurations) evaluates a warm-start portfolio
 first instead of random configurations (optdiv.cash.portfolio).
 """
@@ -30,7 +34,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from optdiv.cash.data import Splits, check_predict_columns, cross_validation_view, from_xy, split_train_validation
 from optdiv.cash.budget import deadline_for
-from optdiv.cash.engine import fit_model, search
+from optdiv.cash.engine import fit_model, resolve_metric, search
+from optdiv.cash.final_ensemble import resolve_selection
 
 
 class _OptDivEstimator(BaseEstimator):
@@ -51,8 +56,8 @@ class _OptDivEstimator(BaseEstimator):
         seed: int = 0,
         portfolio=None,
         cv: Optional[int] = None,
-        ensemble_loss: Optional[str] = None,
-        ensemble_bags: int = 0,
+        ensemble_loss: Optional[str] = "auto",
+        ensemble_bags="auto",
     ):
         self.method = method
         self.space = space
@@ -87,6 +92,8 @@ class _OptDivEstimator(BaseEstimator):
         if self.cv is not None:  # before the search, so the final members are fitted on every row too
             splits = cross_validation_view(splits, self.cv, self.seed, self._task)
         n_classes = None if data.classes is None else len(data.classes)
+        ensemble_loss, ensemble_bags = resolve_selection(self._task, resolve_metric(self.metric, self._task),
+                                                         self.ensemble_loss, self.ensemble_bags)
         result = search(
             splits,
             self._task,
@@ -104,8 +111,8 @@ class _OptDivEstimator(BaseEstimator):
             columns=list(data.X.columns),
             started=started,
             portfolio=self.portfolio,
-            ensemble_loss=self.ensemble_loss,
-            ensemble_bags=self.ensemble_bags,
+            ensemble_loss=ensemble_loss,
+            ensemble_bags=ensemble_bags,
         )
         try:
             self.ensemble_ = fit_model(result, result.space, splits, self._task, data.classes, list(data.X.columns),

@@ -22,6 +22,31 @@ from optdiv.core.metrics import per_example_loss
 BUILDERS = ("caruana", "agnostic_bayes", "amin", "smin")
 
 
+#: ``ensemble_loss`` / ``ensemble_bags`` value meaning "what was measured to over-fit the validation rows least"
+#: (:func:`resolve_selection`); the papers' protocol is ``ensemble_loss=None, ensemble_bags=0``.
+AUTO = "auto"
+
+#: Bootstrap selections averaged for a regression ensemble under ``ensemble_bags="auto"``.
+REGRESSION_BAGS = 20
+
+
+def resolve_selection(task: str, metric: str, ensemble_loss=AUTO, ensemble_bags=AUTO) -> Tuple[Optional[str], int]:
+    """(selection loss or None for the run's metric, bags) for the product's final ensemble.
+
+    ``"auto"`` picks what replay measurements over the papers' datasets favoured (docs/method.md, "Final
+    ensembles"): for a 0/1-error classification run, selection on log loss (test error lower on 3 of 4
+    libraries, level on the fourth); for regression, 20 bootstrap selections on the metric (lower test MSE on
+    one of two libraries, level on the other). Explicit values pass through.
+    """
+    if isinstance(ensemble_loss, str) and ensemble_loss == AUTO:
+        ensemble_loss = "log_loss" if task == "classification" and metric == "error" else None
+    if isinstance(ensemble_bags, str):
+        if ensemble_bags != AUTO:
+            raise ValueError(f"ensemble_bags must be a number or {AUTO!r}, not {ensemble_bags!r}")
+        ensemble_bags = REGRESSION_BAGS if task == "regression" else 0
+    return ensemble_loss, int(ensemble_bags or 0)
+
+
 def choose_members(
     history: Sequence, y_val: np.ndarray, loss: str, builder: str = "caruana", size: int = 25, seed: int = 0,
     sampler: str = "bootstrap", vote: bool = False, tune_rho: bool = False, info: Optional[Dict] = None,
