@@ -13,6 +13,8 @@ the seeds per dataset and the better / level / worse count over datasets.
 
     python benchmarks/portfolio.py build --data-dir ../shared/datasets \\
         --datasets quake,wind,cpu_act,cpu_small --cache .cache --out optdiv/cash/portfolios/autosklearn-classification.json
+    python benchmarks/portfolio.py leave-out --data-dir ../shared/datasets --datasets quake,wind,cpu_act,cpu_small,\\
+        bodyfat,space_ga --for amazon_employee,bank32nh,... --cache .cache --out runs/portfolios
     python benchmarks/portfolio.py replay --data-dir ../shared/datasets \\
         --datasets quake,wind,cpu_act,cpu_small --cache .cache --methods bo-es,optdivbo --seeds 0-9 \\
         --budgets 25,50 --out runs/portfolio-classification
@@ -38,7 +40,7 @@ from optdiv.cash.data import load_dataset
 from optdiv.cash.portfolio import greedy_portfolio, write_portfolio
 from optdiv.cash.store import RunStore
 
-DEFAULT_SIZE = 16
+DEFAULT_SIZE = 8
 #: A configuration enters a portfolio only if its fit took at most this long on every library (a portfolio
 #: runs first, when a wall-time budget has the least room for a slow model).
 DEFAULT_MAX_FIT = 10.0
@@ -101,6 +103,26 @@ def build(args) -> int:
     print(f"wrote {args.out}: {len(configs)} configurations from {', '.join(lib.name for lib in libraries)}")
     for c in configs:
         print("  ", libraries[0].space.algorithm_of(c))
+    return 0
+
+
+def leave_out(args) -> int:
+    """One portfolio file per dataset of ``--for``, each chosen without that dataset's own library (a dataset
+    without a library gets the portfolio of every library of its task)."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    libraries = [_library(Path(args.data_dir), n, Path(args.cache), args.space) for n in args.datasets.split(",")]
+    for name in args.for_datasets.split(","):
+        task = load_dataset(Path(args.data_dir) / f"{name}.csv").task
+        chosen_from = [lib for lib in libraries if lib.task == task and lib.name != name]
+        if not chosen_from:
+            raise SystemExit(f"no {task} library other than {name}'s to choose its portfolio from")
+        metric = _metric(task, args.regression_metric)
+        configs = choose(chosen_from, metric, args.size, args.max_fit, per_algorithm=args.per_algorithm)
+        write_portfolio(out / f"{name}.json", configs, space=args.space, task=task, metric=metric,
+                        datasets=[lib.name for lib in chosen_from], left_out=name, size=args.size,
+                        max_fit_seconds=args.max_fit, per_algorithm=args.per_algorithm)
+        print(f"{name}: {len(configs)} configurations from {', '.join(lib.name for lib in chosen_from)}")
     return 0
 
 
@@ -180,7 +202,7 @@ def report(results_path: Path) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("build", "replay"):
+    for name in ("build", "replay", "leave-out"):
         p = sub.add_parser(name)
         p.add_argument("--data-dir", required=True)
         p.add_argument("--datasets", required=True, help="comma-separated dataset names with built libraries")
@@ -189,10 +211,12 @@ def main(argv=None) -> int:
         p.add_argument("--size", type=int, default=DEFAULT_SIZE, help="configurations in a portfolio")
         p.add_argument("--max-fit", type=float, default=DEFAULT_MAX_FIT,
                        help="longest fit (s) on any library a portfolio configuration may have")
-        p.add_argument("--per-algorithm", type=int, default=0, help="most configurations of one algorithm (0: any)")
+        p.add_argument("--per-algorithm", type=int, default=2, help="most configurations of one algorithm (0: any)")
         p.add_argument("--regression-metric", default="mse")
         p.add_argument("--out", required=True)
     sub.choices["build"].add_argument("--exclude", default="", help="datasets left out of the portfolio")
+    sub.choices["leave-out"].add_argument("--for", dest="for_datasets", required=True,
+                                          help="datasets to write a portfolio file for (OUT/NAME.json)")
     sub.choices["replay"].add_argument("--methods", default="bo-es,optdivbo")
     sub.choices["replay"].add_argument("--seeds", default="0-9")
     sub.choices["replay"].add_argument("--budgets", default="25,50")
@@ -202,6 +226,8 @@ def main(argv=None) -> int:
         return build(args)
     if args.command == "replay":
         return replay(args)
+    if args.command == "leave-out":
+        return leave_out(args)
     print(report(Path(args.out) / "results.jsonl"))
     return 0
 

@@ -15,6 +15,9 @@ Systems: ``autosklearn``, ``autogluon`` (both stock: only the time, one core, th
 files are set) and ``optdiv`` variants, ``optdiv:KEY=VALUE;KEY=VALUE`` with the estimator's constructor options
 (values parsed as JSON where they parse, else taken as strings), e.g. ``optdiv:method=bo-es`` or
 ``'optdiv:method=optdivbo;refit=true'``; ``budget=None``, ``time_budget=T`` and ``seed`` are set by the race.
+A ``portfolio`` value containing ``{dataset}`` is formatted with the dataset's name (relative paths from the
+repository root), so each dataset can get a portfolio chosen without its own library:
+``'optdiv:portfolio=runs/portfolios/{dataset}.json'`` after ``benchmarks/portfolio.py leave-out``.
 Each fit appends one JSON line to ``OUT/results.jsonl``; a rerun skips the (dataset, seed, system) triples
 already recorded (``--retry-failed`` reruns the failed ones). ``report`` writes ``OUT/table.md``.
 
@@ -324,8 +327,17 @@ def _fit_optdiv(job, X, y, X_test):
     from optdiv.cash.estimators import OptDivClassifier, OptDivRegressor
 
     cls = OptDivClassifier if job["task"] == "classification" else OptDivRegressor
+    options = dict(job["options"])
+    portfolio = options.get("portfolio")
+    if isinstance(portfolio, str) and "{dataset}" in portfolio:  # one portfolio per dataset, e.g. left out of it
+        path = Path(portfolio.format(dataset=job["dataset"]))
+        path = path if path.is_absolute() else Path(job["repo"]) / path
+        if not path.exists():
+            raise FileNotFoundError(f"portfolio {path} for {job['dataset']} not found "
+                                    f"(benchmarks/portfolio.py leave-out writes one per dataset)")
+        options["portfolio"] = str(path)
     began = time.perf_counter()
-    model = cls(budget=None, time_budget=job["seconds"], seed=job["seed"], **job["options"])
+    model = cls(budget=None, time_budget=job["seconds"], seed=job["seed"], **options)
     model.fit(X, y)
     wall = time.perf_counter() - began
     pred = model.predict(X_test)
