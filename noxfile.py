@@ -69,6 +69,12 @@ HOST_TEST_PATHS: dict[str, list[str]] = {
 for _host in ("autosklearn", "openbox"):
     HOST_TEST_PATHS[_host].insert(1, "tests/cash")
 
+#: Engine tests of timing logic (deadlines, time-outs, imputation) that sleep for real and do not depend on the
+#: library stack: they run once, in the `tests` session, not again on each host's stack.
+TIMING_TESTS = ["tests/cash/test_time_budget.py", "tests/cash/test_cv_timeouts.py"]
+for _host in ("autosklearn", "openbox"):
+    HOST_TEST_PATHS[_host] += [f"--ignore={path}" for path in TIMING_TESTS]
+
 #: Import name of each host, used for the post-install sanity check.
 HOST_MODULE: dict[str, str] = {
     "autosklearn": "autosklearn",
