@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--portfolio", metavar="builtin|none|FILE",
                      help="warm start: evaluate these configurations first instead of random ones (builtin: the "
                           "portfolio shipped for the space and task; BO-family methods only)")
+    run.add_argument("--cost-aware", action="store_true",
+                     help="under --time-budget, prefer at equal promise configurations predicted to fit the time "
+                          "left (BO-family methods)")
     run.add_argument("--constraint", action="append", type=_constraint, metavar="NAME<=X", help=CONSTRAINT_HELP)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", help="run directory for the log, predictions, result.json and model.joblib")
@@ -200,6 +203,7 @@ def _run(args, started: float) -> int:
             constraints=args.constraint,
             cv=args.cv,
             portfolio=args.portfolio,
+            cost_aware=args.cost_aware,
             workers=args.workers,
             scheduler=args.scheduler,
             faults=args.inject_faults,

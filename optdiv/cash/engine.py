@@ -158,6 +158,7 @@ def search(
     portfolio=None,
     ensemble_loss: Optional[str] = None,
     ensemble_bags: int = 0,
+    cost_aware: bool = False,
 ) -> SearchResult:
     """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the final model.
 
@@ -191,6 +192,9 @@ def search(
 
     ``portfolio`` ("builtin", a portfolio file, or a list of configurations; see optdiv.cash.portfolio)
     replaces the random initial design of the BO-family strategies: its configurations are evaluated first.
+
+    ``cost_aware`` (BO-family strategies, under a ``time_budget``): EI is weighted down for candidates predicted
+    to take more than a tenth of the search's time left (:meth:`Optimizer._fits_time_left`).
 
     ``ensemble_loss`` (default: the run's metric) is what the final Caruana selection minimises, and
     ``ensemble_bags > 0`` averages that many selections over bootstrap samples of the validation rows; DivBO's
@@ -238,6 +242,11 @@ def search(
             raise ValueError(f"method {method!r} has no initial design to warm-start; a portfolio works with "
                              f"the strategies {', '.join(PORTFOLIO_STRATEGIES)}")
         optimizer_options = {**(optimizer_options or {}), "initial": initial}
+    if cost_aware:
+        if spec.strategy not in PORTFOLIO_STRATEGIES:
+            raise ValueError(f"method {method!r} cannot weigh candidates by their cost; cost-aware suggestion "
+                             f"works with the strategies {', '.join(PORTFOLIO_STRATEGIES)}")
+        optimizer_options = {**(optimizer_options or {}), "cost_aware": True}
     strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,
                              optimizer_options=optimizer_options)
     if hasattr(strategy, "set_constraints"):  # a constraint-aware strategy (ADMM) wants the bounds themselves
@@ -272,6 +281,8 @@ def search(
         if digest is not None:
             pipelines.prune(digest, done, protect=ensemble)
 
+    if deadline is not None and getattr(strategy, "cost_aware", False):
+        strategy.time_left = search_left  # cost-aware suggestion weighs candidates by the time the search has left
     if wants_parallel(workers, scheduler, store, history):
         from optdiv.cash.parallel import parallel_loop
 

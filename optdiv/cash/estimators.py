@@ -58,6 +58,7 @@ class _OptDivEstimator(BaseEstimator):
         cv: Optional[int] = None,
         ensemble_loss: Optional[str] = "auto",
         ensemble_bags="auto",
+        cost_aware: bool = False,
     ):
         self.method = method
         self.space = space
@@ -74,6 +75,7 @@ class _OptDivEstimator(BaseEstimator):
         self.cv = cv
         self.ensemble_loss = ensemble_loss
         self.ensemble_bags = ensemble_bags
+        self.cost_aware = cost_aware
 
     def fit(self, X, y, X_val=None, y_val=None):
         """Search, then keep the ensemble; ``X_val``/``y_val`` replace the internal validation split.
@@ -113,6 +115,7 @@ class _OptDivEstimator(BaseEstimator):
             portfolio=self.portfolio,
             ensemble_loss=ensemble_loss,
             ensemble_bags=ensemble_bags,
+            cost_aware=self.cost_aware,
         )
         try:
             self.ensemble_ = fit_model(result, result.space, splits, self._task, data.classes, list(data.X.columns),

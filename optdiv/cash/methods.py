@@ -25,7 +25,8 @@ from optdiv.cash.optimizers import Optimizer
 FINALS = ("single", "ensemble", "own", "bagging", "stacking")
 #: Method options that change the search itself (the rest, e.g. ``builder``, change only the final model).
 SEARCH_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", "paper_clip", "contest", "inner")
-#: Strategies with an initial design that a warm-start portfolio replaces (optdiv.cash.portfolio).
+#: Strategies with an initial design that a warm-start portfolio replaces (optdiv.cash.portfolio), and that can
+#: weigh candidates by their predicted cost (``cost_aware``).
 PORTFOLIO_STRATEGIES = ("rs", "bo", "tpe", "divbo", "optdivbo")
 #: Of the search options, the ones the diversity selector takes.
 SELECTOR_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", "paper_clip")

@@ -24,6 +24,10 @@ from optdiv.core.tpe import ParzenRatio
 
 METHODS = ("rs", "bo", "tpe", "divbo", "optdivbo")  # the suggestion strategies; named methods live in methods.py
 
+#: Cost-aware suggestion (``cost_aware``): a candidate predicted to take more than 1/RUNS_LEFT of the search's time
+#: left is down-weighted in proportion.
+RUNS_LEFT = 10
+
 #: Status of a pseudo-observation standing for a configuration still being evaluated (asynchronous
 #: parallel search, optdiv.cash.parallel): its ``val_loss`` is a believed loss and its ``val_pred`` a
 #: predicted behaviour. It only ever exists inside one ``suggest`` call's history, never in a store.
@@ -62,8 +66,12 @@ class Optimizer:
         selector_options: Optional[Dict] = None,
         candidates=None,
         initial: Optional[Sequence[Dict]] = None,
+        cost_aware: bool = False,
     ):
         self.space = space
+        self.cost_aware = bool(cost_aware)
+        #: under a wall-time budget, a callable giving the seconds the search may still use (set by the engine)
+        self.time_left = None
         self.initial = [dict(c) for c in initial] if initial else []
         self.source = candidates if candidates is not None else SpaceCandidates(space)
         self.method, _ = parse_method(method)
@@ -125,6 +133,10 @@ class Optimizer:
         if finish is not None:
             ei = ei * finish
         info: Dict = {"strategy": self.method}
+        fits = self._fits_time_left(history, obs_x, cand_x, step, stream)
+        if fits is not None:
+            ei = ei * fits
+            info["cost_aware"] = True
         if self.method == "bo":
             index = int(np.argmax(ei))
         elif context is not None:
@@ -158,6 +170,24 @@ class Optimizer:
         forest = ProbabilisticRandomForest(n_trees=self.n_trees, seed=seed).fit(obs_x, timed_out)
         mean, _ = forest.predict(cand_x)
         return np.clip(1.0 - mean, 0.0, 1.0)
+
+    def _fits_time_left(self, history, obs_x, cand_x, step: int, stream: int) -> Optional[np.ndarray]:
+        """With ``cost_aware`` under a time budget: each candidate's weight min(1, left / (RUNS_LEFT x predicted
+        seconds)), the predicted seconds from a forest over the observations' log fit times. A candidate that
+        would leave room for fewer than :data:`RUNS_LEFT` more runs of its kind loses EI in proportion, so at
+        equal promise the search prefers what fits the time left, and the preference grows as the time runs out.
+        None (no weighting) without a time budget or before three timed observations."""
+        if not self.cost_aware or self.time_left is None:
+            return None
+        seconds = np.array([obs.fit_seconds or np.nan for obs in history], dtype=np.float64)
+        known = np.isfinite(seconds) & (seconds > 0)
+        if known.sum() < 3:
+            return None
+        left = max(float(self.time_left()), 0.0)
+        seed = int(np.random.default_rng([self.seed, step, stream, 0xC057]).integers(2**31))
+        forest = ProbabilisticRandomForest(n_trees=self.n_trees, seed=seed).fit(obs_x[known], np.log(seconds[known]))
+        predicted, _ = forest.predict(cand_x)
+        return np.clip(left / (RUNS_LEFT * np.exp(predicted)), 0.0, 1.0)
 
     def _diversity_choice(self, history, obs_x, cand_x, ei, y_val, rng, info):
         ok = [i for i, obs in enumerate(history) if obs.val_pred is not None]
