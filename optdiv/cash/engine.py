@@ -27,7 +27,8 @@ from optdiv.cash.final_ensemble import (
     top_k,
     weighted_prediction,
 )
-from optdiv.cash.methods import PORTFOLIO_STRATEGIES, MethodSpec, get_method, make_strategy
+from optdiv.cash.methods import MethodSpec, get_method, make_strategy
+from optdiv.cash.optimizers import METHODS as OPTIMIZER_STRATEGIES  # the strategies a portfolio or cost-awareness applies to
 from optdiv.cash.parallel import wants_parallel
 from optdiv.cash.pipelines import SavedPipelines, rows_digest
 from optdiv.cash.portfolio import resolve_portfolio
@@ -238,14 +239,14 @@ def search(
         optimizer_options["selector_options"] = {**optimizer_options.get("selector_options", {}), "pool_builder": pool}
     initial = resolve_portfolio(portfolio, space.name, task)
     if initial is not None:
-        if spec.strategy not in PORTFOLIO_STRATEGIES:
+        if spec.strategy not in OPTIMIZER_STRATEGIES:
             raise ValueError(f"method {method!r} has no initial design to warm-start; a portfolio works with "
-                             f"the strategies {', '.join(PORTFOLIO_STRATEGIES)}")
+                             f"the strategies {', '.join(OPTIMIZER_STRATEGIES)}")
         optimizer_options = {**(optimizer_options or {}), "initial": initial}
     if cost_aware:
-        if spec.strategy not in PORTFOLIO_STRATEGIES:
+        if spec.strategy not in OPTIMIZER_STRATEGIES:
             raise ValueError(f"method {method!r} cannot weigh candidates by their cost; cost-aware suggestion "
-                             f"works with the strategies {', '.join(PORTFOLIO_STRATEGIES)}")
+                             f"works with the strategies {', '.join(OPTIMIZER_STRATEGIES)}")
         optimizer_options = {**(optimizer_options or {}), "cost_aware": True}
     strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,
                              optimizer_options=optimizer_options)

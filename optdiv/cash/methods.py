@@ -20,15 +20,13 @@ from optdiv.cash.baselines.ensemble_optimization import EnsembleOptimization
 from optdiv.cash.baselines.evolution import RegularisedEvolutionEnsemble
 from optdiv.cash.baselines.per_algorithm import PerAlgorithmBO
 from optdiv.cash.baselines.rising_bandit import RisingBandit
+from optdiv.cash.optimizers import METHODS as OPTIMIZER_STRATEGIES
 from optdiv.cash.optimizers import Optimizer
 
 FINALS = ("single", "ensemble", "own", "bagging", "stacking")
 #: Method options that change the search itself (the rest, e.g. ``builder``, change only the final model).
 SEARCH_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", "paper_clip", "contest", "inner")
-#: Strategies with an initial design that a warm-start portfolio replaces (optdiv.cash.portfolio), and that can
-#: weigh candidates by their predicted cost (``cost_aware``).
-PORTFOLIO_STRATEGIES = ("rs", "bo", "tpe", "divbo", "optdivbo")
-#: Of the search options, the ones the diversity selector takes.
+#: Of those, the ones the diversity selector takes.
 SELECTOR_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", "paper_clip")
 
 
@@ -119,7 +117,7 @@ def make_strategy(spec: MethodSpec, space, metric: str, seed: int = 0, candidate
                   budget: Optional[int] = None, optimizer_options: Optional[Dict] = None):
     """The object whose ``suggest(history, y_val)`` drives the search for ``spec``."""
     options = dict(optimizer_options or {})
-    if spec.strategy in ("rs", "bo", "tpe", "divbo", "optdivbo"):
+    if spec.strategy in OPTIMIZER_STRATEGIES:
         selector_options = dict(options.pop("selector_options", {}) or {})
         selector_options.update({k: v for k, v in spec.options.items() if k in SELECTOR_OPTIONS})
         return Optimizer(space, spec.strategy, metric, seed=seed, candidates=candidates,
