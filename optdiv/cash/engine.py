@@ -158,7 +158,7 @@ def search(
     started: Optional[float] = None,
     portfolio=None,
     ensemble_loss: Optional[str] = None,
-    ensemble_bags: int = 0,
+    ensemble_bags: Union[int, str] = 0,
     cost_aware: bool = False,
 ) -> SearchResult:
     """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the final model.
@@ -199,7 +199,8 @@ def search(
 
     ``ensemble_loss`` (default: the run's metric) is what the final Caruana selection minimises, and
     ``ensemble_bags > 0`` averages that many selections over bootstrap samples of the validation rows; DivBO's
-    and OptDivBO's temporary pool keeps the run's metric.
+    and OptDivBO's temporary pool keeps the run's metric. ``"auto"`` for either is the measured choice of
+    :func:`~optdiv.cash.final_ensemble.resolve_selection` (the estimators' and ``run``'s default).
     """
     if evaluator is not None and (cv is not None or (getattr(splits, "folds", None) is not None
                                                      and getattr(evaluator, "splits", None) is not splits)):
@@ -222,6 +223,7 @@ def search(
     if ensemble not in BUILDERS:
         raise ValueError(f"unknown ensemble builder {ensemble!r}; choose one of {', '.join(BUILDERS)}")
     loss = resolve_metric(metric, task)
+    ensemble_loss, ensemble_bags = resolve_selection(task, loss, ensemble_loss, ensemble_bags)
     if ensemble_loss is not None:
         ensemble_loss = resolve_metric(ensemble_loss, task)
     if ensemble_bags < 0:
@@ -363,7 +365,7 @@ def search(
               **({} if parallel_stats is None else {"parallel": parallel_stats}),
               "search_seconds": search_seconds, **({} if stopped is None else {"stopped": stopped}),
               **({"ensemble_selection": {"loss": ensemble_loss or loss, "bags": int(ensemble_bags)}}
-                 if spec.final == "ensemble" and ensemble in ("caruana",) else {}),
+                 if spec.final == "ensemble" and spec.options.get("builder", ensemble) == "caruana" else {}),
               **({"time_fill_ins": fill_ins} if fill_ins else {})},
         stacker=choice.stacker,
         vote=choice.vote,
@@ -606,11 +608,10 @@ def run(
     from optdiv.cash.data import load_dataset
 
     options["constraints"] = parse_constraints(options.get("constraints"))  # bad text fails before loading data
-    auto_selection = (options.get("ensemble_loss", AUTO), options.get("ensemble_bags", AUTO))
+    options.setdefault("ensemble_loss", AUTO)
+    options.setdefault("ensemble_bags", AUTO)
     options["faults"] = parse_faults(options.get("faults"), seed)
     dataset = load_dataset(data, target=target, task=task)
-    options["ensemble_loss"], options["ensemble_bags"] = resolve_selection(
-        dataset.task, resolve_metric(options.get("metric"), dataset.task), *auto_selection)
     splits = split(dataset, seed=seed)
     cv = options.pop("cv", None)
     if cv is not None:  # before the search, so the saved model's refit (fit_model) uses train+validation too

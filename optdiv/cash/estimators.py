@@ -34,8 +34,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from optdiv.cash.data import Splits, check_predict_columns, cross_validation_view, from_xy, split_train_validation
 from optdiv.cash.budget import deadline_for
-from optdiv.cash.engine import fit_model, resolve_metric, search
-from optdiv.cash.final_ensemble import resolve_selection
+from optdiv.cash.engine import fit_model, search
 
 
 class _OptDivEstimator(BaseEstimator):
@@ -94,8 +93,6 @@ class _OptDivEstimator(BaseEstimator):
         if self.cv is not None:  # before the search, so the final members are fitted on every row too
             splits = cross_validation_view(splits, self.cv, self.seed, self._task)
         n_classes = None if data.classes is None else len(data.classes)
-        ensemble_loss, ensemble_bags = resolve_selection(self._task, resolve_metric(self.metric, self._task),
-                                                         self.ensemble_loss, self.ensemble_bags)
         result = search(
             splits,
             self._task,
@@ -113,8 +110,8 @@ class _OptDivEstimator(BaseEstimator):
             columns=list(data.X.columns),
             started=started,
             portfolio=self.portfolio,
-            ensemble_loss=ensemble_loss,
-            ensemble_bags=ensemble_bags,
+            ensemble_loss=self.ensemble_loss,
+            ensemble_bags=self.ensemble_bags,
             cost_aware=self.cost_aware,
         )
         try:

@@ -33,6 +33,7 @@ def test_classifier_fit_predict_score(fitted_classifier):
     history = clf.history_
     assert len(history) == 7 and {"algorithm", "status", "val_loss", "in_ensemble"} <= set(history.columns)
     assert history["in_ensemble"].sum() == len(clf.weights_)
+    assert clf.result_.info["ensemble_selection"] == {"loss": "log_loss", "bags": 0}  # "auto" for 0/1 error
 
 
 def test_pickle_roundtrip_predicts_the_same(fitted_classifier):
