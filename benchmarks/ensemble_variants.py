@@ -30,7 +30,7 @@ from optdiv.bench.library import library_dir, load_library
 from optdiv.bench.replay import replay_search
 from optdiv.bench.stats import compare, paired_p
 from optdiv.cash.store import RunStore
-from optdiv.core.ensemble import ensemble_selection
+from optdiv.core.ensemble import bagged_ensemble_selection, ensemble_selection
 from optdiv.core.metrics import mean_loss
 
 SIZE = 25
@@ -40,14 +40,11 @@ def _es(loss: str, top: int = 0, bags: int = 0) -> Callable:
     def build(val: np.ndarray, y: np.ndarray, own: np.ndarray, seed: int) -> np.ndarray:
         chosen = np.arange(len(val)) if not top else np.argsort(own, kind="stable")[:top]
         weights = np.zeros(len(val))
-        if not bags:
+        if bags:
+            weights[chosen] = bagged_ensemble_selection(val[chosen], y, loss, size=SIZE, bags=bags, seed=seed)
+        else:
             weights[chosen] = ensemble_selection(val[chosen], y, loss, size=SIZE, seed=seed).weights
-            return weights
-        rng = np.random.default_rng(seed)
-        for b in range(bags):
-            rows = rng.integers(0, len(y), len(y))
-            weights[chosen] += ensemble_selection(val[chosen][:, rows], y[rows], loss, size=SIZE, seed=seed + b).weights
-        return weights / bags
+        return weights
     return build
 
 

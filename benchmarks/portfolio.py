@@ -190,8 +190,7 @@ def report(results_path: Path) -> str:
                 ra, rb = [a[s] for s in seeds], [b[s] for s in seeds]
                 verdict = compare(rb, ra)
                 counts[verdict] += 1
-                scale = 100.0 if rows[0]["metric"] == "error" and all(r["metric"] == "error" for r in rows
-                                                                     if r["dataset"] == name) else 1.0
+                scale = 100.0 if all(r["metric"] == "error" for r in rows if r["dataset"] == name) else 1.0
                 lines.append(f"| {name} | {scale * np.mean(ra):.3f} | {scale * np.mean(rb):.3f} | "
                              f"{paired_p(rb, ra):.3f} | {verdict} ({len(seeds)} seeds) |")
             lines.append(f"\nportfolio better / same / worse (Wilcoxon, p <= 0.05) on {counts['better']} / "

@@ -24,12 +24,11 @@ from optdiv.bench.replay import replay_search
 from optdiv.bench.stats import paired_p
 from optdiv.cash.data import load_dataset, split
 from optdiv.cash.store import RunStore
+from optdiv.cash.target_range import target_bounds
 
 
 def clipped(library, y_train: np.ndarray, margin: float):
-    low, high = float(np.min(y_train)), float(np.max(y_train))
-    span = high - low
-    a, b = low - margin * span, high + margin * span
+    a, b = target_bounds(y_train, margin)
     return dataclasses.replace(library, val_preds=np.clip(library.val_preds, a, b),
                                test_preds=np.clip(library.test_preds, a, b))
 

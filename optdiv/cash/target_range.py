@@ -17,6 +17,17 @@ from sklearn.base import BaseEstimator, RegressorMixin
 TARGET_MARGIN = 0.25
 
 
+def target_bounds(y, margin: float = TARGET_MARGIN):
+    """(low, high): the finite targets' range widened by ``margin`` times its span on each side."""
+    values = np.asarray(y, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        raise ValueError("no finite regression target to fit on")
+    low, high = float(finite.min()), float(finite.max())
+    span = high - low
+    return low - margin * span, high + margin * span
+
+
 class RangeClippedRegressor(RegressorMixin, BaseEstimator):
     """Fits ``regressor`` itself (not a clone, so its fitted state stays reachable) and clips its predictions
     to a margin around the training targets' range."""
@@ -26,13 +37,7 @@ class RangeClippedRegressor(RegressorMixin, BaseEstimator):
         self.margin = margin
 
     def fit(self, X, y, **fit_params):
-        values = np.asarray(y, dtype=np.float64)
-        finite = values[np.isfinite(values)]
-        if finite.size == 0:
-            raise ValueError("no finite regression target to fit on")
-        low, high = float(finite.min()), float(finite.max())
-        span = high - low
-        self.low_, self.high_ = low - self.margin * span, high + self.margin * span
+        self.low_, self.high_ = target_bounds(y, self.margin)
         self.regressor.fit(X, y, **fit_params)
         self.regressor_ = self.regressor
         return self
