@@ -113,6 +113,10 @@ def check_library_measures(directory: Union[str, Path], size: int, names: Sequen
             raise ValueError(_missing_measure_message(name, missing, len(ok), f"library {str(directory)!r}"))
 
 
+#: How a regression library's members predict; stored in its meta.json (libraries without it are unclipped).
+REGRESSION_MEMBERS = "clipped to the training target range"
+
+
 def build_library(
     data: Union[str, Path],
     cache: Union[str, Path],
@@ -132,6 +136,10 @@ def build_library(
     store = RunStore(directory)
     settings = {"data_name": dataset.name, "task": dataset.task, "split_seed": split_seed, "space": space,
                 "time_limit": time_limit, "n_rows": int(len(dataset.y))}
+    if dataset.task == "regression":
+        # Members are clipped near the training targets' range (optdiv.cash.target_range); a library grown
+        # from members evaluated before the clip existed would mix two protocols, so resuming one refuses.
+        settings["regression_members"] = REGRESSION_MEMBERS
     if store.read_meta() is None:
         store.write_meta(settings)
     else:

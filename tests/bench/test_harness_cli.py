@@ -132,3 +132,20 @@ def test_library_built_on_dask_workers_equals_the_sequential_one(small_csvs, tmp
     assert np.array_equal(parallel.ok, sequential.ok) and parallel.ok.sum() >= 4
     np.testing.assert_allclose(parallel.val_preds, sequential.val_preds, atol=1e-6)
     np.testing.assert_allclose(parallel.test_preds, sequential.test_preds, atol=1e-6)
+
+
+@pytest.mark.timeout(300)
+def test_regression_library_records_clipping_and_refuses_to_grow_an_unclipped_one(small_csvs, tmp_path):
+    from optdiv.bench.library import REGRESSION_MEMBERS, build_library
+    from optdiv.cash.store import RunStore, RunStoreError
+
+    data = str(small_csvs / "tinydiabetes.csv")
+    directory = build_library(data, tmp_path, size=3, time_limit=60)
+    store = RunStore(directory)
+    assert store.read_meta()["regression_members"] == REGRESSION_MEMBERS
+    assert len(store) == 3
+    unclipped = {k: v for k, v in store.read_meta().items() if k != "regression_members"}
+    store.meta_path.write_text(json.dumps(unclipped))  # as a library built before members were clipped
+    with pytest.raises(RunStoreError, match="regression_members"):
+        build_library(data, tmp_path, size=5, time_limit=60)
+    assert len(store) == 3
