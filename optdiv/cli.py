@@ -23,6 +23,18 @@ def _bags(text: str):
     return value
 
 
+def _seconds_or_auto(text: str):
+    if text == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds or 'auto', not {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("the time limit must be positive")
+    return value
+
+
 def _constraint(text: str):
     """argparse type of ``--constraint``: a parsed Constraint, or argparse's error with the reason."""
     from optdiv.cash.constraints import Constraint
@@ -56,9 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--budget", type=int, default=50, help="number of evaluations")
     run.add_argument("--time-budget", type=float,
                      help="wall-time budget in seconds of the whole run: loading, search, final model and saving")
-    run.add_argument("--time-limit", type=float, default=120.0,
+    run.add_argument("--time-limit", type=_seconds_or_auto, default="auto", metavar="SECONDS|auto",
                      help="wall-time limit of one evaluation's fit; with --cv K, of each fold's fit (so an "
-                          "evaluation may take up to K x this in all)")
+                          "evaluation may take up to K x this in all). auto (default): a tenth of --time-budget, "
+                          "between 10 and 120 s; 120 s without a time budget")
     run.add_argument("--memory-limit", type=int, metavar="MB", help="address-space limit of one evaluation's process")
     parallel = run.add_mutually_exclusive_group()
     parallel.add_argument("--workers", type=int, metavar="N",

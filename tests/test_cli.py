@@ -77,6 +77,7 @@ def test_run_and_predict_on_a_csv(tmp_path):
         (["--target", "nope"], "target column 'nope' not found"),
         (["--data", "missing.csv"], "missing.csv"),
         (["--data", "weka:1"], "weka:1"),
+        (["--time-limit", "soon"], "expected seconds or 'auto'"),
     ],
 )
 def test_run_bad_input_gives_one_clear_error(tmp_path, args, message):

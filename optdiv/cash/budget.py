@@ -52,6 +52,33 @@ class Deadline:
         return Deadline(self.end - max(0.0, float(seconds)))
 
 
+#: One evaluation's limit (each fold's, under cross-validation) without a time budget.
+DEFAULT_TIME_LIMIT = 120.0
+
+#: Under a time budget, ``time_limit="auto"`` gives one evaluation this share of the budget (auto-sklearn's
+#: default ``per_run_time_limit`` is the same tenth): with the fixed 120 s, one slow configuration could spend
+#: two thirds of a 180 s budget, and a first 5-fold evaluation could outlast the whole budget.
+AUTO_TIME_LIMIT_SHARE = 0.1
+
+#: The least an automatic limit gives one evaluation, so a short budget still fits ordinary models.
+AUTO_TIME_LIMIT_FLOOR = 10.0
+
+
+def resolve_time_limit(time_limit, time_budget: Optional[float]) -> float:
+    """One evaluation's limit in seconds: ``"auto"`` is min(120, max(10, budget / 10)) under a time budget,
+    else 120; a number is checked and kept."""
+    if isinstance(time_limit, str):
+        if time_limit != "auto":
+            raise ValueError(f"time_limit must be a number of seconds or 'auto'; got {time_limit!r}")
+        if time_budget is None:
+            return DEFAULT_TIME_LIMIT
+        return min(DEFAULT_TIME_LIMIT, max(AUTO_TIME_LIMIT_FLOOR, AUTO_TIME_LIMIT_SHARE * float(time_budget)))
+    seconds = float(time_limit)
+    if not (seconds > 0):
+        raise ValueError(f"time_limit must be positive; got {time_limit}")
+    return seconds
+
+
 def deadline_for(time_budget: Optional[float], start: Optional[float] = None) -> Optional[Deadline]:
     """The deadline of a call given ``time_budget`` seconds, or None without one."""
     return None if time_budget is None else Deadline.after(time_budget, start)

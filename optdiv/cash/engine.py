@@ -11,7 +11,15 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from optdiv.cash.budget import FINISH_SECONDS, LOAD_BYTES_PER_SECOND, Deadline, DurationPredictor, deadline_for
+from optdiv.cash.budget import (
+    DEFAULT_TIME_LIMIT,
+    FINISH_SECONDS,
+    LOAD_BYTES_PER_SECOND,
+    Deadline,
+    DurationPredictor,
+    deadline_for,
+    resolve_time_limit,
+)
 from optdiv.cash.constraints import Constraint, InfeasibleSearchError, enforce, parse_constraints, settings_form
 from optdiv.cash.data import Splits, cross_validation_view, split
 from optdiv.cash.evaluator import DEADLINE, Evaluator, algorithm_of, build_pipeline
@@ -134,7 +142,7 @@ def search(
     space: Union[str, SearchSpace] = "autosklearn",
     budget: Optional[int] = 50,
     time_budget: Optional[float] = None,
-    time_limit: float = 120.0,
+    time_limit: Union[float, str] = DEFAULT_TIME_LIMIT,
     seed: int = 0,
     store: Optional[RunStore] = None,
     ensemble: str = "caruana",
@@ -217,6 +225,7 @@ def search(
         _check_stored_constraints(store, constraints)
     if budget is None and time_budget is None:
         raise ValueError("give a budget in evaluations, in seconds, or both")
+    time_limit = resolve_time_limit(time_limit, time_budget)
     if budget is not None and budget < 1:
         raise ValueError("budget must be at least 1 evaluation")
     spec = get_method(method)
@@ -299,7 +308,7 @@ def search(
     try:
         while parallel_stats is None and (budget is None or len(history) < budget):
             if deadline is not None and search_left() <= (suggest_seconds[-1] if suggest_seconds else 0.0) + \
-                    predictor.fastest():
+                    _least_duration(space, predictor):
                 stopped = "time budget: no evaluation fits in the time left"
                 break
             suggestion = strategy.suggest(history, y_val=splits.y_val)
@@ -393,7 +402,8 @@ def _current_ensemble(suggestion, history: Sequence) -> List[int]:
 
 def _fitting_configuration(space: SearchSpace, predictor: DurationPredictor, left: float, history: Sequence,
                            seed: int) -> Optional[Dict]:
-    """A random new configuration of an algorithm already seen to fit in ``left`` seconds, or None.
+    """A random new configuration of an algorithm already seen to fit in ``left`` seconds, or, when none is, of
+    one not yet tried (its duration is unknown, so it may fit), or None.
 
     Near the deadline the strategy's suggestion may be predicted not to fit while faster algorithms would: the
     time left then still buys evaluations (random ones, as in the initial design), instead of being lost.
@@ -402,6 +412,8 @@ def _fitting_configuration(space: SearchSpace, predictor: DurationPredictor, lef
     from optdiv.cash.candidates import SpaceCandidates, seen_keys
 
     fitting = [a for a in space.algorithms if a in predictor.seconds and predictor.predict(a) <= left]
+    if not fitting:  # e.g. the only algorithm tried so far timed out: an untried one may still fit
+        fitting = [a for a in space.algorithms if a not in predictor.seconds]
     if not fitting:
         return None
     rng = np.random.default_rng([int(seed), len(history), 0x71AE])
@@ -409,6 +421,14 @@ def _fitting_configuration(space: SearchSpace, predictor: DurationPredictor, lef
         return SpaceCandidates(space).random(rng, seen_keys(history), algorithm=fitting)
     except RuntimeError:
         return None
+
+
+def _least_duration(space: SearchSpace, predictor: DurationPredictor) -> float:
+    """The shortest duration an evaluation may have: 0 while some algorithm of the space is untried (nothing is
+    known of it), else the fastest algorithm's predicted duration."""
+    if any(a not in predictor.seconds for a in space.algorithms):
+        return 0.0
+    return predictor.fastest()
 
 
 def _accepts_time_limit(evaluator) -> bool:
@@ -610,6 +630,8 @@ def run(
     options["constraints"] = parse_constraints(options.get("constraints"))  # bad text fails before loading data
     options.setdefault("ensemble_loss", AUTO)
     options.setdefault("ensemble_bags", AUTO)
+    # resolved here, so meta.json stores the seconds it stands for
+    options["time_limit"] = resolve_time_limit(options.get("time_limit", AUTO), options.get("time_budget"))
     options["faults"] = parse_faults(options.get("faults"), seed)
     dataset = load_dataset(data, target=target, task=task)
     splits = split(dataset, seed=seed)

@@ -20,6 +20,10 @@ fitted on all of them.
 how many bootstrap selections it averages; "auto" is what over-fitted the validation rows least in replay
 (log loss for a 0/1-error classifier, 20 bags for a regressor); ``None`` / ``0`` is the papers' protocol.
 
+``time_limit="auto"`` (the default) gives one evaluation (each fold, with ``cv``) a tenth of ``time_budget``,
+between 10 and 120 s, as auto-sklearn does, so no single slow configuration spends most of the budget; 120 s
+without a time budget.
+
 ``portfolio="builtin"`` (or a portfolio file, or a list of configurations) evaluates a warm-start portfolio
 first instead of random configurations (optdiv.cash.portfolio).
 """
@@ -47,7 +51,7 @@ class _OptDivEstimator(BaseEstimator):
         metric: Optional[str] = None,
         budget: Optional[int] = 50,
         time_budget: Optional[float] = None,
-        time_limit: float = 120.0,
+        time_limit="auto",
         ensemble: str = "caruana",
         ensemble_size: int = 25,
         refit: bool = False,

@@ -166,3 +166,40 @@ def test_a_resumed_run_without_saved_pipelines_still_builds_its_model(tmp_path):
     assert summary["final_model"]["loaded"] + summary["final_model"]["refitted"] == len(sources)
     frame = load_breast_cancer(as_frame=True).frame.sample(250, random_state=1).drop(columns=["target"])
     assert result.model.predict_proba(frame).shape == (250, 2)
+
+
+def test_automatic_time_limit_is_a_tenth_of_the_budget_within_bounds():
+    from optdiv.cash.budget import resolve_time_limit
+
+    assert resolve_time_limit("auto", None) == 120.0
+    assert resolve_time_limit("auto", 180) == pytest.approx(18.0)
+    assert resolve_time_limit("auto", 30) == 10.0  # the floor
+    assert resolve_time_limit("auto", 3600) == 120.0  # the cap
+    assert resolve_time_limit(45, 180) == 45.0  # a number given is kept
+    with pytest.raises(ValueError, match="'auto'"):
+        resolve_time_limit("fast", 180)
+    with pytest.raises(ValueError, match="positive"):
+        resolve_time_limit(0, None)
+
+
+def test_under_a_time_budget_a_slow_first_configuration_times_out_instead_of_spending_the_budget(cls_splits):
+    slow_first = [{"algorithm": "slow"}]
+    began = time.perf_counter()
+    result = search(cls_splits, "classification", n_classes=2, method="bo-es", space=timed_space(), budget=None,
+                    time_budget=40, time_limit="auto", seed=0, portfolio=slow_first,
+                    optimizer_options=FAST)
+    elapsed = time.perf_counter() - began
+    first = result.history[0]
+    assert first.algorithm == "slow" and first.status == "timeout"  # cut at 10 s (auto: the floor), kept as evidence
+    assert any(obs.ok for obs in result.history[1:])  # the time left bought models, so there is an ensemble
+    assert result.member_indices and all(result.history[i].ok for i in result.member_indices)
+    assert elapsed < 40 + 10
+
+
+def test_run_stores_the_seconds_an_automatic_time_limit_stands_for(tmp_path):
+    import json
+
+    run("sklearn:breast_cancer", out=str(tmp_path / "run"), method="rs", budget=2, time_budget=300, seed=0)
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    assert meta["time_limit"] == pytest.approx(30.0)  # a tenth of 300 s: what a resume is checked against
+    assert OptDivClassifier().get_params()["time_limit"] == "auto"
