@@ -513,42 +513,51 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
 
     A member the evaluator saved for the same rows (``result.pipelines``) is loaded, not refitted; the others
     (an older run without saved pipelines, cross-validation, a pruned one) are refitted. Under a ``deadline``
-    (default: the search's) a refit on train+validation that is not predicted to fit in the time left is
-    skipped: the members stay fitted on train, and ``result.info["final_model"]`` says so.
+    (default: the search's) only the members whose refit on train+validation is predicted to fit in the time left
+    are refitted, heaviest weight first; the others stay fitted on train, and ``result.info["final_model"]``
+    says how many.
     Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing.
     """
     began = time.perf_counter()
     deadline = result.deadline if deadline is None else deadline
     X, y = splits.X_train, splits.y_train
-    report = {"rows": "train+validation" if getattr(splits, "folds", None) is not None else "train"}
-    if refit and getattr(splits, "folds", None) is None:
+    cross_validated = getattr(splits, "folds", None) is not None
+    report = {"rows": "train+validation" if cross_validated else "train"}
+    on_all = set()  # positions in member_indices refitted on train+validation
+    if refit and not cross_validated:
         import pandas as pd
 
         X_all = pd.concat([splits.X_train, splits.X_val], axis=0)
-        needed = len(X_all) / max(len(X), 1) * sum(result.history[i].fit_seconds for i in result.member_indices)
-        left = None if deadline is None else deadline.left() - FINISH_SECONDS
-        if left is not None and needed > left:
-            report["refit_skipped"] = (f"refitting on train+validation was predicted to take {needed:.1f} s, "
-                                       f"{max(left, 0.0):.1f} s were left in the time budget: members fitted on train")
-        else:
-            X, y = X_all, np.concatenate([splits.y_train, splits.y_val])
+        y_all = np.concatenate([splits.y_train, splits.y_val])
+        on_all = _members_to_refit(result, len(X_all) / max(len(X), 1),
+                                   None if deadline is None else deadline.left() - FINISH_SECONDS)
+        n_members = len(result.member_indices)
+        if len(on_all) == n_members:
             report["rows"] = "train+validation"
+        else:
+            if on_all:
+                report["rows"] = f"train+validation for {len(on_all)} of {n_members} members, train for the others"
+            report["refit_skipped"] = (f"refitting {n_members - len(on_all)} of {n_members} members on "
+                                       f"train+validation was predicted not to fit in the time budget: they stay "
+                                       f"fitted on train")
     saved = result.pipelines
     digest = None if saved is None else rows_digest(X, y)
     members, info = [], []
-    for i, weight in zip(result.member_indices, result.weights):
+    for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
         obs = result.history[i]
-        pipe = None if digest is None else saved.load(digest, obs.index)
+        pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)
         source = "saved"
         if pipe is None:
             source = "refitted"
-            pipe = build_pipeline(space.build, obs.config, X, seed, task)
+            rows, target = (X_all, y_all) if position in on_all else (X, y)
+            pipe = build_pipeline(space.build, obs.config, rows, seed, task)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the same chatter the evaluator already silenced for this model
-                pipe.fit(X, y)
+                pipe.fit(rows, target)
         members.append(pipe)
         info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss,
-                     "source": source})
+                     "source": source, "rows": "train+validation" if position in on_all or cross_validated
+                     else "train"})
     report["loaded"] = sum(member["source"] == "saved" for member in info)
     report["refitted"] = len(info) - report["loaded"]
     report["seconds"] = time.perf_counter() - began
@@ -556,6 +565,22 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     columns = list(columns) if columns is not None else list(X.columns)
     return EnsembleModel(members, result.weights, task, classes, columns, info, stacker=result.stacker,
                          vote=result.vote)
+
+
+def _members_to_refit(result: SearchResult, rows_ratio: float, left: Optional[float]) -> set:
+    """Positions of the members to refit on train+validation: all without a deadline; under one, the heaviest
+    weights first, each while its predicted refit (its evaluation's fit time scaled by the rows) still fits,
+    so the time left buys the refits that matter most instead of none."""
+    positions = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
+    if left is None:
+        return set(positions)
+    chosen, spent = set(), 0.0
+    for position in positions:
+        cost = rows_ratio * result.history[result.member_indices[position]].fit_seconds
+        if spent + cost <= left:
+            chosen.add(position)
+            spent += cost
+    return chosen
 
 
 def _model_prediction(model: EnsembleModel, X, task: str) -> np.ndarray:

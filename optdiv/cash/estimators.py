@@ -8,8 +8,8 @@ searches the chosen space with DivBO/OptDivBO, and keeps the final ensemble refi
 ``time_budget`` (seconds) bounds the whole ``fit``, final model included: the search stops early enough to
 build it, no evaluation runs past the deadline (one cut there is discarded), and the ensemble members are
 the pipelines fitted during the search, loaded rather than refitted. ``refit=True`` refits them on
-train+validation only when that is predicted to fit in the time left; otherwise they stay fitted on the
-training part and ``result_.info["final_model"]["refit_skipped"]`` says why. ``fit`` ends within a few
+train+validation, heaviest weight first, as far as the refits are predicted to fit in the time left; the others
+stay fitted on the training part and ``result_.info["final_model"]["refit_skipped"]`` says how many. ``fit`` ends within a few
 seconds of the budget (at most max(5 %, 10 s) over it in the benchmarks/time_budget.py runs).
 
 ``cv=K`` evaluates every configuration by K-fold cross-validation over all the rows given (out-of-fold

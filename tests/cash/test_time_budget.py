@@ -203,3 +203,26 @@ def test_run_stores_the_seconds_an_automatic_time_limit_stands_for(tmp_path):
     meta = json.loads((tmp_path / "run" / "meta.json").read_text())
     assert meta["time_limit"] == pytest.approx(30.0)  # a tenth of 300 s: what a resume is checked against
     assert OptDivClassifier().get_params()["time_limit"] == "auto"
+
+
+def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_the_rest_on_train(cls_splits):
+    from optdiv.cash.engine import _members_to_refit
+
+    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=12, seed=2)
+    assert len(result.member_indices) >= 2
+    for position, i in enumerate(result.member_indices):  # pretend each refit takes 1 s (0.75 s on train rows)
+        result.history[i].fit_seconds = 0.75
+    heaviest = max(range(len(result.member_indices)), key=lambda p: (result.weights[p], -p))
+    assert _members_to_refit(result, 4 / 3, left=1.5) == {heaviest}  # one refit of 1 s fits in 1.5 s
+    assert _members_to_refit(result, 4 / 3, left=None) == set(range(len(result.member_indices)))
+    assert _members_to_refit(result, 4 / 3, left=0.5) == set()
+    # end to end: enough time for exactly one refit
+    args = (result, result.space, cls_splits, "classification", [0, 1], None, 2)
+    tiny_space.FITS["count"] = 0
+    model = fit_model(*args, refit=True, deadline=Deadline(time.perf_counter() + FINISH_SECONDS + 1.5))
+    final = result.info["final_model"]
+    assert tiny_space.FITS["count"] == 1 and final["refitted"] == 1
+    assert final["loaded"] == len(model.members) - 1
+    assert final["rows"].startswith("train+validation for 1 of") and "refit_skipped" in final
+    assert [m["rows"] for m in model.info if m["source"] == "refitted"] == ["train+validation"]
