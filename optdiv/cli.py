@@ -35,6 +35,15 @@ def _seconds_or_auto(text: str):
     return value
 
 
+def _folds(text: str):
+    if text in ("auto", "none"):
+        return None if text == "none" else text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of folds, 'auto' or 'none', not {text!r}") from None
+
+
 def _constraint(text: str):
     """argparse type of ``--constraint``: a parsed Constraint, or argparse's error with the reason."""
     from optdiv.cash.constraints import Constraint
@@ -96,10 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="average N ensemble selections on bootstrap samples of the validation rows: auto (20 "
                           "for regression, 0 for classification) or a number (0: one selection)")
     run.add_argument("--refit", action="store_true", help="refit the members on train+validation")
-    run.add_argument("--cv", type=int, metavar="K",
+    run.add_argument("--cv", type=_folds, default="auto", metavar="K|auto|none",
                      help="evaluate by K-fold cross-validation over train+validation (out-of-fold predictions; "
-                          "Agnostic Bayes's rho is tuned) instead of the holdout validation split (default); "
-                          "--time-limit then applies to each fold")
+                          "Agnostic Bayes's rho is tuned) instead of the holdout validation split (none); "
+                          "--time-limit then applies to each fold. auto (default): 5 folds on at most 4,000 "
+                          "train+validation rows, else the holdout split")
     run.add_argument("--portfolio", metavar="builtin|none|FILE",
                      help="warm start: evaluate these configurations first instead of random ones (builtin: the "
                           "portfolio shipped for the space and task; BO-family methods only)")

@@ -21,7 +21,7 @@ from optdiv.cash.budget import (
     resolve_time_limit,
 )
 from optdiv.cash.constraints import Constraint, InfeasibleSearchError, enforce, parse_constraints, settings_form
-from optdiv.cash.data import Splits, cross_validation_view, split
+from optdiv.cash.data import Splits, cross_validation_view, resolve_cv, split
 from optdiv.cash.evaluator import DEADLINE, Evaluator, algorithm_of, build_pipeline
 from optdiv.cash.faults import inject_faults, parse_faults
 from optdiv.cash.final_ensemble import (
@@ -660,7 +660,7 @@ def run(
     options["faults"] = parse_faults(options.get("faults"), seed)
     dataset = load_dataset(data, target=target, task=task)
     splits = split(dataset, seed=seed)
-    cv = options.pop("cv", None)
+    cv = resolve_cv(options.pop("cv", AUTO), len(splits.y_train) + len(splits.y_val))
     if cv is not None:  # before the search, so the saved model's refit (fit_model) uses train+validation too
         splits = cross_validation_view(splits, cv, seed, dataset.task)
     store = None

@@ -14,7 +14,8 @@ seconds of the budget (at most max(5 %, 10 s) over it in the benchmarks/time_bud
 
 ``cv=K`` evaluates every configuration by K-fold cross-validation over all the rows given (out-of-fold
 validation predictions: far more rows for choosing the ensemble on small data), and the final members are
-fitted on all of them.
+fitted on all of them. ``cv="auto"`` (the default) does so with 5 folds on at most 4,000 rows and keeps the
+holdout split on larger data; ``cv=None`` always holds out.
 
 ``ensemble_loss`` / ``ensemble_bags`` ("auto" by default) set what the final ensemble selection minimises and
 how many bootstrap selections it averages; "auto" is what over-fitted the validation rows least in replay
@@ -36,7 +37,14 @@ from typing import Optional
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-from optdiv.cash.data import Splits, check_predict_columns, cross_validation_view, from_xy, split_train_validation
+from optdiv.cash.data import (
+    Splits,
+    check_predict_columns,
+    cross_validation_view,
+    from_xy,
+    resolve_cv,
+    split_train_validation,
+)
 from optdiv.cash.budget import deadline_for
 from optdiv.cash.engine import fit_model, search
 
@@ -58,7 +66,7 @@ class _OptDivEstimator(BaseEstimator):
         validation_size: float = 0.25,
         seed: int = 0,
         portfolio=None,
-        cv: Optional[int] = None,
+        cv="auto",
         ensemble_loss: Optional[str] = "auto",
         ensemble_bags="auto",
         cost_aware: bool = False,
@@ -94,8 +102,9 @@ class _OptDivEstimator(BaseEstimator):
             val = from_xy(X_val, y_val, task=self._task, name="validation", classes=data.classes)
             check_predict_columns(list(data.X.columns), val.X)
             splits = Splits(data.X, data.y, val.X[list(data.X.columns)], val.y, None, None)
-        if self.cv is not None:  # before the search, so the final members are fitted on every row too
-            splits = cross_validation_view(splits, self.cv, self.seed, self._task)
+        cv = resolve_cv(self.cv, len(splits.y_train) + len(splits.y_val))
+        if cv is not None:  # before the search, so the final members are fitted on every row too
+            splits = cross_validation_view(splits, cv, self.seed, self._task)
         n_classes = None if data.classes is None else len(data.classes)
         result = search(
             splits,

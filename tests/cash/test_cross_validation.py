@@ -226,7 +226,7 @@ def test_run_records_cv_and_refuses_resuming_with_another(tmp_path):
     n_pooled = 200 - len(split(from_frame(pd.read_csv(csv), target="target"), seed=0).y_test)
     assert [_rows_seen(member) for member in result.model.members] == [n_pooled] * len(result.model.members)
     with pytest.raises(RunStoreError, match="cv"):
-        run(str(csv), budget=3, resume=True, **kwargs)  # holdout now
+        run(str(csv), budget=3, resume=True, cv=None, **kwargs)  # holdout now
     with pytest.raises(RunStoreError, match="cv"):
         run(str(csv), budget=3, resume=True, cv=4, **kwargs)
     holdout = split(from_frame(pd.read_csv(csv), target="target"), seed=0)
@@ -242,11 +242,41 @@ def test_cli_cv_option(tmp_path, capsys):
     from optdiv.cli import build_parser, main
 
     parser = build_parser()
-    assert parser.parse_args(["run", "--data", "x.csv"]).cv is None
+    assert parser.parse_args(["run", "--data", "x.csv"]).cv == "auto"
+    assert parser.parse_args(["run", "--data", "x.csv", "--cv", "none"]).cv is None
     assert parser.parse_args(["run", "--data", "x.csv", "--cv", "5"]).cv == 5
+    with pytest.raises(SystemExit):
+        parser.parse_args(["run", "--data", "x.csv", "--cv", "some"])
     csv = tmp_path / "bc.csv"
     load_breast_cancer(as_frame=True).frame.sample(60, random_state=0).to_csv(csv, index=False)
     # --cv reaches the engine: one fold is refused there, before any run directory is written
     assert main(["run", "--data", str(csv), "--cv", "1", "--quiet", "--out", str(tmp_path / "run")]) == 2
     assert "2 <= k <= 48" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_automatic_cv_folds_small_data_and_holds_out_on_large():
+    from optdiv.cash.data import AUTO_CV_FOLDS, AUTO_CV_MAX_ROWS, resolve_cv
+
+    assert resolve_cv("auto", 200) == AUTO_CV_FOLDS == 5
+    assert resolve_cv("auto", AUTO_CV_MAX_ROWS) == 5 and resolve_cv("auto", AUTO_CV_MAX_ROWS + 1) is None
+    assert resolve_cv(3, 10**6) == 3 and resolve_cv(None, 200) is None  # given folds, or holdout, are kept
+    with pytest.raises(ValueError, match="'auto'"):
+        resolve_cv("yes", 200)
+
+
+def test_run_and_estimator_default_to_cross_validation_on_small_data(tmp_path):
+    from optdiv.cash.estimators import OptDivClassifier
+
+    csv = tmp_path / "bc.csv"
+    load_breast_cancer(as_frame=True).frame.sample(150, random_state=1).to_csv(csv, index=False)
+    _, summary = run(str(csv), target="target", out=str(tmp_path / "run"), seed=0, method="rs-es",
+                     space=tiny_space("classification"), optimizer_options=FAST, budget=2)
+    assert summary["cv"] == 5 and json.loads((tmp_path / "run" / "meta.json").read_text())["cv"] == 5
+    frame = load_breast_cancer(as_frame=True).frame.sample(150, random_state=1)
+    model = OptDivClassifier(method="rs-es", space=tiny_space("classification"), budget=2).fit(
+        frame.drop(columns="target"), frame["target"])
+    assert model.result_.info["cv"] == 5
+    holdout = OptDivClassifier(method="rs-es", space=tiny_space("classification"), budget=2, cv=None).fit(
+        frame.drop(columns="target"), frame["target"])
+    assert holdout.result_.info.get("cv") is None
