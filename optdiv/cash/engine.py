@@ -637,7 +637,8 @@ def run(
     """Load data, split 60/20/20, search, save ``result.json`` and ``model.joblib`` under ``out``.
 
     ``cv=k`` (in ``options``) evaluates by k-fold cross-validation over the train+validation rows instead of
-    the validation split; the saved model's members are then fitted on all of those rows.
+    the validation split; the saved model's members are then fitted on all of those rows. ``cv="auto"`` (the
+    command line's default) chooses by the number of rows (:func:`~optdiv.cash.data.resolve_cv`).
 
     ``time_budget`` (in ``options``) counts from ``started`` (a ``time.perf_counter()`` reading; default: the
     start of this call) and covers loading the data, the search, the final model and writing it.
@@ -660,7 +661,7 @@ def run(
     options["faults"] = parse_faults(options.get("faults"), seed)
     dataset = load_dataset(data, target=target, task=task)
     splits = split(dataset, seed=seed)
-    cv = resolve_cv(options.pop("cv", AUTO), len(splits.y_train) + len(splits.y_val))
+    cv = resolve_cv(options.pop("cv", None), len(splits.y_train) + len(splits.y_val))
     if cv is not None:  # before the search, so the saved model's refit (fit_model) uses train+validation too
         splits = cross_validation_view(splits, cv, seed, dataset.task)
     store = None

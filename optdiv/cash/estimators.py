@@ -15,7 +15,7 @@ seconds of the budget (at most max(5 %, 10 s) over it in the benchmarks/time_bud
 ``cv=K`` evaluates every configuration by K-fold cross-validation over all the rows given (out-of-fold
 validation predictions: far more rows for choosing the ensemble on small data), and the final members are
 fitted on all of them. ``cv="auto"`` (the default) does so with 5 folds on at most 4,000 rows and keeps the
-holdout split on larger data; ``cv=None`` always holds out.
+holdout split on larger data, or when ``X_val``/``y_val`` are given; ``cv=None`` always holds out.
 
 ``ensemble_loss`` / ``ensemble_bags`` ("auto" by default) set what the final ensemble selection minimises and
 how many bootstrap selections it averages; "auto" is what over-fitted the validation rows least in replay
@@ -102,7 +102,9 @@ class _OptDivEstimator(BaseEstimator):
             val = from_xy(X_val, y_val, task=self._task, name="validation", classes=data.classes)
             check_predict_columns(list(data.X.columns), val.X)
             splits = Splits(data.X, data.y, val.X[list(data.X.columns)], val.y, None, None)
-        cv = resolve_cv(self.cv, len(splits.y_train) + len(splits.y_val))
+        # "auto" keeps a validation set the caller gave; a number of folds pools it with the training rows
+        cv = None if self.cv == "auto" and X_val is not None else resolve_cv(self.cv, len(splits.y_train) +
+                                                                             len(splits.y_val))
         if cv is not None:  # before the search, so the final members are fitted on every row too
             splits = cross_validation_view(splits, cv, self.seed, self._task)
         n_classes = None if data.classes is None else len(data.classes)

@@ -265,13 +265,13 @@ def test_automatic_cv_folds_small_data_and_holds_out_on_large():
         resolve_cv("yes", 200)
 
 
-def test_run_and_estimator_default_to_cross_validation_on_small_data(tmp_path):
+def test_automatic_cv_in_run_and_the_estimators_default_chooses_folds_on_small_data(tmp_path):
     from optdiv.cash.estimators import OptDivClassifier
 
     csv = tmp_path / "bc.csv"
     load_breast_cancer(as_frame=True).frame.sample(150, random_state=1).to_csv(csv, index=False)
     _, summary = run(str(csv), target="target", out=str(tmp_path / "run"), seed=0, method="rs-es",
-                     space=tiny_space("classification"), optimizer_options=FAST, budget=2)
+                     space=tiny_space("classification"), optimizer_options=FAST, budget=2, cv="auto")
     assert summary["cv"] == 5 and json.loads((tmp_path / "run" / "meta.json").read_text())["cv"] == 5
     frame = load_breast_cancer(as_frame=True).frame.sample(150, random_state=1)
     model = OptDivClassifier(method="rs-es", space=tiny_space("classification"), budget=2).fit(
@@ -280,3 +280,14 @@ def test_run_and_estimator_default_to_cross_validation_on_small_data(tmp_path):
     holdout = OptDivClassifier(method="rs-es", space=tiny_space("classification"), budget=2, cv=None).fit(
         frame.drop(columns="target"), frame["target"])
     assert holdout.result_.info.get("cv") is None
+
+
+def test_automatic_cv_keeps_a_validation_set_the_caller_gives():
+    from optdiv.cash.estimators import OptDivClassifier
+
+    frame = load_breast_cancer(as_frame=True).frame.sample(150, random_state=1)
+    X, y = frame.drop(columns="target"), frame["target"]
+    model = OptDivClassifier(method="rs-es", space=tiny_space("classification"), budget=2).fit(
+        X[:100], y[:100], X_val=X[100:], y_val=y[100:])
+    assert model.result_.info.get("cv") is None
+    assert len(model.result_.history[0].val_pred) == 50  # scored on the rows given, not out of fold
