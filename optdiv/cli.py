@@ -11,37 +11,27 @@ from typing import List, Optional
 from optdiv import __version__
 
 
-def _bags(text: str):
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of bags or 'auto', not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("the number of bags cannot be negative")
-    return value
+def _auto_or(convert, expected: str, valid=None, invalid: str = ""):
+    """argparse type of an option that takes ``auto`` or a value: ``auto`` is kept as text, anything else goes
+    through ``convert``, and ``valid`` (with ``invalid`` as its message) checks the result."""
+
+    def parse(text: str):
+        if text == "auto":
+            return text
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, not {text!r}") from None
+        if valid is not None and not valid(value):
+            raise argparse.ArgumentTypeError(invalid)
+        return value
+
+    return parse
 
 
-def _seconds_or_auto(text: str):
-    if text == "auto":
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds or 'auto', not {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError("the time limit must be positive")
-    return value
-
-
-def _folds(text: str):
-    if text in ("auto", "none"):
-        return None if text == "none" else text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of folds, 'auto' or 'none', not {text!r}") from None
+_bags = _auto_or(int, "a number of bags or 'auto'", lambda n: n >= 0, "the number of bags cannot be negative")
+_seconds_or_auto = _auto_or(float, "seconds or 'auto'", lambda s: s > 0, "the time limit must be positive")
+_folds = _auto_or(lambda text: None if text == "none" else int(text), "a number of folds, 'auto' or 'none'")
 
 
 def _constraint(text: str):
