@@ -413,7 +413,7 @@ def _fitting_configuration(space: SearchSpace, predictor: DurationPredictor, lef
 
     fitting = [a for a in space.algorithms if a in predictor.seconds and predictor.predict(a) <= left]
     if not fitting:  # e.g. the only algorithm tried so far timed out: an untried one may still fit
-        fitting = [a for a in space.algorithms if a not in predictor.seconds]
+        fitting = _untried_algorithms(space, predictor)
     if not fitting:
         return None
     rng = np.random.default_rng([int(seed), len(history), 0x71AE])
@@ -423,12 +423,15 @@ def _fitting_configuration(space: SearchSpace, predictor: DurationPredictor, lef
         return None
 
 
+def _untried_algorithms(space: SearchSpace, predictor: DurationPredictor) -> List[str]:
+    """The space's algorithms with no observed duration yet."""
+    return [a for a in space.algorithms if a not in predictor.seconds]
+
+
 def _least_duration(space: SearchSpace, predictor: DurationPredictor) -> float:
     """The shortest duration an evaluation may have: 0 while some algorithm of the space is untried (nothing is
     known of it), else the fastest algorithm's predicted duration."""
-    if any(a not in predictor.seconds for a in space.algorithms):
-        return 0.0
-    return predictor.fastest()
+    return 0.0 if _untried_algorithms(space, predictor) else predictor.fastest()
 
 
 def _accepts_time_limit(evaluator) -> bool:
