@@ -27,7 +27,7 @@ import numpy as np
 from optdiv.cash.constraints import MEASURES
 from optdiv.cash.data import load_dataset, split
 from optdiv.cash.engine import resolve_metric, search
-from optdiv.cash.evaluator import WORST_LOSS
+from optdiv.cash.observation import WORST_LOSS
 from optdiv.cash.spaces import SearchSpace, get_space
 from optdiv.cash.store import RunStore
 from optdiv.core.metrics import mean_loss

@@ -19,7 +19,7 @@ from optdiv.cash.candidates import LibraryCandidates, config_key
 from optdiv.cash.constraints import parse_constraints
 from optdiv.cash.data import Splits
 from optdiv.cash.engine import SearchResult, search
-from optdiv.cash.evaluator import WORST_LOSS, Observation
+from optdiv.cash.observation import WORST_LOSS, Observation
 from optdiv.core.metrics import mean_loss
 
 

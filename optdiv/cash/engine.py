@@ -22,7 +22,9 @@ from optdiv.cash.budget import (
 )
 from optdiv.cash.constraints import Constraint, InfeasibleSearchError, enforce, parse_constraints, settings_form
 from optdiv.cash.data import Splits, cross_validation_view, resolve_cv, split
-from optdiv.cash.evaluator import DEADLINE, Evaluator, algorithm_of, build_pipeline
+from optdiv.cash.evaluator import Evaluator
+from optdiv.cash.fitting import build_pipeline
+from optdiv.cash.observation import DEADLINE, algorithm_of
 from optdiv.cash.faults import inject_faults, parse_faults
 from optdiv.cash.final_ensemble import (
     AUTO,

@@ -1,43 +1,8 @@
 """Fit one configuration under a wall-time limit and record what happened, never raising.
 
-Process model
--------------
-Fits run in **one persistent worker process** started with the ``spawn`` context (``fork`` can deadlock
-when the parent already runs OpenMP / BLAS thread pools, e.g. after LightGBM; ``forkserver`` may be
-chosen with ``start_method``). The worker receives the data splits once, when it starts, and then
-serves evaluations one after another over a :func:`multiprocessing.Pipe`: the parent sends
-``(task id, config)``, the worker builds ``Pipeline([("prep", make_preprocessor(X_train)), ("model",
-build(config, seed))])``, fits it on the training rows, predicts validation and test rows and sends
-the float32 predictions back. With cross-validation splits (``splits.folds`` set, see
-:func:`optdiv.cash.data.cross_validation_view`) it fits one pipeline per fold instead, sends a progress
-message with the fold's out-of-fold predictions after each fold, and finally the whole out-of-fold
-validation prediction and the fold-averaged test prediction.
-
-The parent enforces the time limit by waiting on the pipe and on the worker's sentinel together. Under
-cross-validation the limit is per fold: each progress message starts the next fold's limit, so a K-fold
-evaluation may take up to K times the limit in all (a model that fits in time on a holdout split fits in
-time on each fold, which is about as large). When the limit passes it ends the worker (``terminate``, then ``kill`` after a grace period), reaps it and
-records a ``"timeout"``; a cross-validation evaluation that timed out after some folds finished keeps the
-loss of those folds' out-of-fold predictions as ``partial_loss`` (a censored observation, see
-:class:`Observation`); when the worker dies (non-zero exit, a signal such as SIGSEGV, the kernel's
-OOM killer) it records a ``"failed"`` observation with the exit code or signal. Either way the next
-evaluation starts a fresh worker. Worker start-up (interpreter, imports, receiving the splits, about
-1-2 s) is not charged to the evaluation's limit; the limit covers building, fitting and predicting.
-
-Under a time budget the engine passes ``evaluate(..., time_limit=SECONDS)``: the most this one call may
-take, worker start-up included. When that cut (not the configuration's own ``time_limit``) ends it, the
-observation's status is :data:`DEADLINE`: the run ran out of time, which says nothing about the
-configuration, so the engine discards it instead of storing a failure.
-
-With ``pipelines_dir`` the worker also saves every successful holdout fit there (joblib, see
-:mod:`optdiv.cash.pipelines`), so the final model needs no refit; the save is inside the limit.
-
-A worker is reused while it stays healthy, so an evaluation costs one pipe round trip of the config
-and the predictions (around a millisecond on small data) on top of the fit itself, instead of a
-process start (about a second with numpy/pandas/scikit-learn imports). A ``MemoryError`` is recorded
-as a failure and the worker is replaced, since its heap may be in a poor state.
-
-``in_process=True`` runs everything in the calling process with no limit, for debugging.
+The fit runs in a persistent worker process (:mod:`optdiv.cash.worker`, which describes the process model
+and how limits and deaths are handled) doing :func:`optdiv.cash.fitting.fit_predict`; the result becomes an
+:class:`~optdiv.cash.observation.Observation`.
 
 Failures
 --------
@@ -56,536 +21,19 @@ script that uses the evaluator needs the usual ``if __name__ == "__main__":`` gu
 
 from __future__ import annotations
 
-import atexit
 import math
 import multiprocessing
-import multiprocessing.util  # noqa: F401  (so our atexit hook runs before its child-joining one)
-import os
 import pickle
-import random
-import signal
 import time
-import traceback
-import warnings
 import weakref
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from multiprocessing.connection import wait
 from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from optdiv.core._arrays import PROB_CLIP
-from optdiv.core.metrics import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, check_loss, mean_loss
-
-#: Status of an evaluation cut by the caller's ``time_limit`` (the run's deadline), not by its own limit: never
-#: stored, since it says nothing about the configuration.
-DEADLINE = "deadline"
-
-#: ``infeasible`` is set by the engine, not here: an ok run that violates a constraint (optdiv.cash.constraints).
-STATUSES = ("ok", "failed", "timeout", "infeasible", DEADLINE)
-
-#: Loss recorded for failed / timed-out evaluations (finite, so run logs stay valid JSON).
-WORST_LOSS = {
-    "error": 1.0,
-    "brier": 2.0,
-    "log_loss": float(-math.log(PROB_CLIP)),
-    "mse": 1e30,
-    "mae": 1e30,
-}
-
-#: Metric aliases accepted by :class:`Evaluator`.
-METRIC_ALIASES = {"accuracy": "error", "acc": "error", "logloss": "log_loss", "cross_entropy": "log_loss"}
-
-#: Characters of traceback kept in :attr:`Observation.error`.
-MAX_ERROR_CHARS = 3000
-
-#: Seconds a worker may take to start (imports and receiving the splits) before it is given up.
-START_TIMEOUT = 120.0
-
-#: Seconds between ``terminate`` and ``kill`` when ending a worker.
-KILL_GRACE = 2.0
-
-
-def worst_loss(metric: str) -> float:
-    """The loss recorded for a failed evaluation under ``metric`` (see the module docstring)."""
-    return WORST_LOSS[normalize_metric(metric)]
-
-
-def normalize_metric(metric: str) -> str:
-    return check_loss(METRIC_ALIASES.get(metric, metric))
-
-
-@dataclass
-class Observation:
-    """One evaluated configuration.
-
-    ``val_pred`` / ``test_pred`` are float32 ``(rows, classes)`` probabilities or ``(rows,)`` values,
-    present only when ``status == "ok"``. ``fit_seconds`` is the wall time of building, fitting and
-    predicting (for a timeout or crash: the time waited). ``error`` holds the exception and a traceback
-    tail, or the reason of a timeout / crash. ``measures`` holds what black-box constraints can name
-    (:data:`optdiv.cash.constraints.MEASURES`): ``fit_seconds``, and for runs that got as far as predicting
-    the validation rows ``predict_seconds`` and ``predict_us_per_row``; empty for observations stored before
-    measures were recorded.
-
-    A cross-validation evaluation that timed out after ``folds_done`` of ``folds_total`` folds is censored, not
-    uninformative: ``partial_loss`` is the loss of the out-of-fold predictions of those folds' rows, which
-    the optimisers use instead of the worst loss. It still has no predictions (the other folds' rows were never
-    predicted), so it never enters an ensemble. ``None`` / 0 for every other observation.
-    """
-
-    config: Dict[str, Any]
-    status: str
-    val_loss: float
-    test_loss: Optional[float] = None
-    fit_seconds: float = 0.0
-    error: Optional[str] = None
-    val_pred: Optional[np.ndarray] = field(default=None, repr=False)
-    test_pred: Optional[np.ndarray] = field(default=None, repr=False)
-    index: int = -1
-    algorithm: str = ""
-    measures: Dict[str, float] = field(default_factory=dict)
-    partial_loss: Optional[float] = None
-    folds_done: int = 0
-    folds_total: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-
-def algorithm_of(config: Dict[str, Any]) -> str:
-    """The algorithm named by a configuration: its ``algorithm`` entry, else an auto-sklearn style
-    ``classifier:__choice__`` / ``regressor:__choice__`` entry, else ``""``."""
-    if "algorithm" in config:
-        return str(config["algorithm"])
-    for key in ("classifier:__choice__", "regressor:__choice__"):
-        if key in config:
-            return str(config[key])
-    for key, value in config.items():
-        if str(key).endswith("__choice__") and "preprocess" not in str(key):
-            return str(value)
-    return ""
-
-
-# --------------------------------------------------------------------------- #
-# The work itself (runs in the worker, or in the caller with in_process=True)
-# --------------------------------------------------------------------------- #
-
-
-def _final_estimator(model):
-    from .target_range import RangeClippedRegressor
-
-    while hasattr(model, "steps") or isinstance(model, RangeClippedRegressor):
-        model = model.regressor if isinstance(model, RangeClippedRegressor) else model.steps[-1][1]
-    return model
-
-
-def _one_hot_labels(labels, n_rows: int, n_classes: int) -> np.ndarray:
-    labels = np.asarray(labels).reshape(-1)
-    if labels.shape[0] != n_rows:
-        raise ValueError(f"predict returned {labels.shape[0]} labels for {n_rows} rows")
-    idx = labels.astype(np.int64)
-    if not np.array_equal(idx, labels) or idx.min(initial=0) < 0 or idx.max(initial=0) >= n_classes:
-        raise ValueError(f"predict returned labels outside the class indices 0..{n_classes - 1}")
-    out = np.zeros((n_rows, n_classes), dtype=np.float32)
-    out[np.arange(n_rows), idx] = 1.0
-    return out
-
-
-def build_pipeline(build, config: dict, X_train, seed: int, task: str = "classification"):
-    """The unfitted pipeline every evaluation (and every refit of an ensemble member) uses; a regression
-    model's predictions are clipped near its training targets' range (optdiv.cash.target_range)."""
-    from sklearn.pipeline import Pipeline
-
-    from .data import make_preprocessor
-    from .target_range import RangeClippedRegressor
-
-    model = build(dict(config), seed)
-    if task == "regression":
-        model = RangeClippedRegressor(model)
-    return Pipeline([("prep", make_preprocessor(X_train)), ("model", model)])
-
-
-def predict_probabilities(pipe, X, n_classes: int) -> np.ndarray:
-    """(rows, n_classes) float32 probabilities aligned by ``classes_`` (see :func:`_class_probabilities`)."""
-    return _class_probabilities(pipe, X, n_classes)
-
-
-def _class_probabilities(pipe, X, n_classes: int) -> np.ndarray:
-    """Probabilities from ``predict_proba``; else a sigmoid / softmax of ``decision_function`` (SVCs, ridge and
-    other margin classifiers), as auto-sklearn's and VolcanoML's SVCs score; else one-hot labels.
-
-    Hard 0/1 rows from a margin model would make every wrong row look certain, which misleads the
-    log-loss and the diversity measures built on the true class's probability.
-    """
-    n = len(X)
-    try:
-        proba = pipe.predict_proba(X)
-    except Exception:  # no predict_proba (AttributeError), or one that refuses (e.g. SVC(probability=False))
-        proba = _decision_probabilities(pipe, X)
-    if proba is None:
-        return _one_hot_labels(pipe.predict(X), n, n_classes)
-    proba = np.asarray(proba, dtype=np.float64)
-    if proba.ndim != 2 or proba.shape[0] != n:
-        raise ValueError(f"predict_proba returned shape {proba.shape} for {n} rows")
-    classes = getattr(_final_estimator(pipe), "classes_", None)
-    if classes is None:
-        if proba.shape[1] != n_classes:
-            raise ValueError(
-                f"predict_proba returned {proba.shape[1]} columns for {n_classes} classes and the model has "
-                f"no classes_ to align them"
-            )
-        classes = np.arange(n_classes)
-    classes = np.asarray(classes).reshape(-1)
-    cols = classes.astype(np.int64)
-    if len(cols) != proba.shape[1] or not np.array_equal(cols, classes) or cols.min() < 0 or cols.max() >= n_classes:
-        raise ValueError(f"cannot align predict_proba columns with classes_ {classes!r} for {n_classes} classes")
-    out = np.zeros((n, n_classes), dtype=np.float32)
-    out[:, cols] = proba  # classes missing from the training rows keep probability 0
-    return out
-
-
-def _decision_probabilities(pipe, X) -> Optional[np.ndarray]:
-    """(rows, classes_) scores of a margin classifier squashed into probabilities, or None without
-    ``decision_function``: a sigmoid of the binary margin, a softmax of one-vs-rest / one-vs-one margins."""
-    try:
-        margin = np.asarray(pipe.decision_function(X), dtype=np.float64)
-    except Exception:  # no decision_function, or one that refuses
-        return None
-    if margin.ndim == 2 and margin.shape[1] == 1:
-        margin = margin[:, 0]
-    if margin.ndim == 1:
-        positive = 0.5 * (1.0 + np.tanh(0.5 * margin))  # the logistic sigmoid, without overflow
-        return np.column_stack([1.0 - positive, positive])
-    if margin.ndim != 2:
-        return None
-    shifted = np.exp(margin - margin.max(axis=1, keepdims=True))
-    return shifted / shifted.sum(axis=1, keepdims=True)
-
-
-def _regression_values(pipe, X) -> np.ndarray:
-    pred = np.asarray(pipe.predict(X), dtype=np.float64)
-    if pred.ndim == 2 and pred.shape[1] == 1:
-        pred = pred[:, 0]
-    if pred.shape != (len(X),):
-        raise ValueError(f"predict returned shape {pred.shape} for {len(X)} rows")
-    with np.errstate(over="ignore"):
-        return pred.astype(np.float32)
-
-
-def _error_text(exc: BaseException) -> str:
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    head = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    if len(text) > MAX_ERROR_CHARS:
-        text = "...\n" + text[-MAX_ERROR_CHARS:]
-    return f"{head}\n{text}"
-
-
-def n_folds(splits) -> int:
-    """Fits one evaluation makes on ``splits``: its number of folds, 1 for a holdout split."""
-    folds = getattr(splits, "folds", None)
-    return 1 if folds is None else len(np.unique(np.asarray(folds)))
-
-
-def _fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict,
-                 on_fold: Optional[Callable[[int, np.ndarray], None]] = None,
-                 save_to: Optional[str] = None) -> dict:
-    """Build, fit and predict one configuration; returns a plain dict (never raises Exception).
-
-    Only the validation prediction is timed for ``predict_seconds`` (what a latency constraint bounds), so
-    the test rows, which a search never sees, do not change which runs are feasible. Splits with ``folds``
-    (cross-validation mode) go to :func:`_fit_predict_folds`, which calls ``on_fold`` after each fold.
-    ``save_to``: where to save the fitted pipeline of a successful holdout fit (after ``seconds`` is taken, so
-    saving does not change ``fit_seconds``).
-    """
-    if getattr(splits, "folds", None) is not None:
-        return _fit_predict_folds(build, splits, task, n_classes, seed, config, on_fold)
-    start = time.perf_counter()
-    measures: Dict[str, float] = {}
-    try:
-        np.random.seed(seed % (2**32))
-        random.seed(seed)
-        pipe = build_pipeline(build, config, splits.X_train, seed, task)
-        model = pipe.steps[-1][1]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convergence and similar chatter of candidate models
-            pipe.fit(splits.X_train, splits.y_train)
-            preds = []
-            for part, X in (("val", splits.X_val), ("test", splits.X_test)):
-                if X is None:
-                    preds.append(None)
-                    continue
-                began = time.perf_counter()
-                preds.append(_predict_rows(pipe, X, task, n_classes))
-                if part == "val":
-                    seconds = time.perf_counter() - began
-                    measures["predict_seconds"] = seconds
-                    measures["predict_us_per_row"] = seconds / max(len(X), 1) * 1e6
-        name = type(_final_estimator(model)).__name__
-        seconds = time.perf_counter() - start
-        saved = save_to is not None and _save_fitted(pipe, save_to, preds)
-        return {"ok": True, "val_pred": preds[0], "test_pred": preds[1], "model": name,
-                "seconds": seconds, "measures": measures, "saved": saved}
-    except (Exception, SystemExit) as exc:
-        return {"ok": False, "error": _error_text(exc), "seconds": time.perf_counter() - start,
-                "restart": isinstance(exc, MemoryError), "measures": measures}
-
-
-def _save_fitted(pipe, path: str, preds) -> bool:
-    """Save a fitted pipeline whose predictions are finite (a NaN-predicting one fails and is never a member)."""
-    if any(p is not None and not np.all(np.isfinite(p)) for p in preds):
-        return False
-    from .pipelines import save_pipeline
-
-    return save_pipeline(pipe, path)
-
-
-def _predict_rows(pipe, X, task: str, n_classes: Optional[int]) -> np.ndarray:
-    return _class_probabilities(pipe, X, n_classes) if task == "classification" else _regression_values(pipe, X)
-
-
-def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict,
-                       on_fold: Optional[Callable[[int, np.ndarray], None]] = None) -> dict:
-    """k-fold :func:`_fit_predict`: one pipeline per fold, fitted on the rows outside it; never raises Exception.
-
-    The validation prediction is out-of-fold (each row predicted by the one pipeline that did not see it);
-    the test prediction is the mean over the fold pipelines. ``predict_seconds`` sums the out-of-fold predict
-    calls, which together predict every row once, like the holdout predict it stands for. Class probabilities
-    keep every class's column even when a fold's training part lacks that class (``_class_probabilities``
-    aligns by ``classes_``). Any fold failing fails the evaluation. ``on_fold(fold, predictions of its rows)``
-    runs after each fold is done (the worker's progress message: it restarts the per-fold time limit and lets a
-    later time-out keep the finished folds' loss).
-    """
-    start = time.perf_counter()
-    measures: Dict[str, float] = {}
-    try:
-        folds = np.asarray(splits.folds).reshape(-1)
-        X, y = splits.X_train, np.asarray(splits.y_train)
-        if len(folds) != len(X) or len(splits.X_val) != len(X):
-            raise ValueError(f"cross-validation splits need one fold per row: {len(folds)} folds, {len(X)} training "
-                             f"rows, {len(splits.X_val)} validation rows")
-        ids = np.unique(folds)
-        val, test, seconds, model = None, None, 0.0, None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convergence and similar chatter of candidate models
-            for fold in ids:
-                inside = folds == fold
-                np.random.seed(seed % (2**32))  # every fold starts from the same state, as a holdout fit does
-                random.seed(seed)
-                X_fit = X.iloc[np.flatnonzero(~inside)]
-                pipe = build_pipeline(build, config, X_fit, seed, task)
-                model = pipe.steps[-1][1]
-                pipe.fit(X_fit, y[~inside])
-                began = time.perf_counter()
-                part = _predict_rows(pipe, splits.X_val.iloc[np.flatnonzero(inside)], task, n_classes)
-                seconds += time.perf_counter() - began
-                if val is None:
-                    val = np.zeros((len(X),) + part.shape[1:], dtype=np.float32)
-                val[inside] = part
-                if splits.X_test is not None:
-                    fold_test = _predict_rows(pipe, splits.X_test, task, n_classes).astype(np.float64)
-                    test = fold_test if test is None else test + fold_test
-                if on_fold is not None:
-                    on_fold(int(fold), part)
-        measures["predict_seconds"] = seconds
-        measures["predict_us_per_row"] = seconds / max(len(X), 1) * 1e6
-        if test is not None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                test = (test / len(ids)).astype(np.float32)
-        name = type(_final_estimator(model)).__name__
-        return {"ok": True, "val_pred": val, "test_pred": test, "model": name,
-                "seconds": time.perf_counter() - start, "measures": measures}
-    except (Exception, SystemExit) as exc:
-        return {"ok": False, "error": _error_text(exc), "seconds": time.perf_counter() - start,
-                "restart": isinstance(exc, MemoryError), "measures": measures}
-
-
-def _set_memory_limit(megabytes: int) -> None:
-    try:
-        import resource
-    except ImportError:  # not on Windows
-        return
-    limit = int(megabytes) * 1024 * 1024
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-
-
-def _worker_main(conn) -> None:
-    """Worker loop: take the data, announce readiness, then serve ``(task id, config)`` until told to stop or
-    orphaned."""
-    try:
-        try:
-            build, splits, task, n_classes, seed, memory_limit_mb = conn.recv()
-        except (EOFError, OSError):  # the parent is gone
-            return
-        if memory_limit_mb:
-            _set_memory_limit(memory_limit_mb)
-        conn.send(("ready", os.getpid()))
-        while True:
-            try:
-                msg = conn.recv()
-            except (EOFError, OSError):  # the parent is gone
-                return
-            if msg is None:
-                return
-            task_id, config, save_to = msg
-
-            def report_fold(fold: int, part: np.ndarray, task_id=task_id) -> None:
-                conn.send((task_id, {"progress": True, "fold": fold, "val_part": part}))
-
-            result = _fit_predict(build, splits, task, n_classes, seed, config, on_fold=report_fold,
-                                  save_to=save_to)
-            try:
-                conn.send((task_id, result))
-            except (EOFError, OSError, BrokenPipeError):
-                return
-            except Exception as exc:  # the result would not pickle
-                conn.send((task_id, {"ok": False, "error": "could not send the result back: " + _error_text(exc),
-                                     "seconds": result.get("seconds", 0.0), "measures": result.get("measures", {})}))
-            if result.get("restart"):
-                return
-    finally:
-        conn.close()
-
-
-def _describe_exit(code: Optional[int]) -> str:
-    if code is None:
-        return "worker process stopped responding"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        hint = " (possibly killed for using too much memory)" if -code == getattr(signal, "SIGKILL", 9) else ""
-        return f"worker process was killed by {name}{hint}"
-    return f"worker process exited with code {code}"
-
-
-def _stop_process(proc, conn) -> None:
-    """End a worker: polite stop request if idle, then terminate, then kill; always reaps it."""
-    try:
-        if conn is not None:
-            conn.close()
-    except OSError:
-        pass
-    if proc is None:
-        return
-    if proc.is_alive():
-        proc.terminate()
-        proc.join(KILL_GRACE)
-    if proc.is_alive():
-        proc.kill()
-        proc.join(KILL_GRACE)
-    if proc.exitcode is not None and hasattr(proc, "close"):
-        proc.close()
-
-
-#: Workers alive in this process; ended by an atexit hook registered after multiprocessing's own, so it runs
-#: first (multiprocessing joins non-daemon children at exit, which would wait on an idle worker forever).
-_LIVE_WORKERS: "set[_Worker]" = set()
-
-
-#: Environment variables that cap the thread pools of OpenMP (LightGBM, HistGradientBoosting) and BLAS.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
-
-
-@contextmanager
-def _thread_limit_environment(threads: Optional[int]):
-    """Set the thread caps while a worker is spawned: it reads them when its libraries load.
-
-    Oversubscribed OpenMP pools (one fit's threads fighting the parent or another worker for the same
-    cores) slowed single fits by 10-50x on a busy 2-core machine, so evaluations default to one thread.
-    """
-    if not threads:
-        yield
-        return
-    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
-    os.environ.update({name: str(int(threads)) for name in THREAD_VARIABLES})
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-class _Worker:
-    """One worker process and the parent's end of its pipe.
-
-    Not a daemon process: daemonic processes may not start children, which would silently turn
-    ``n_jobs`` of joblib-based models into 1.
-    """
-
-    def __init__(self, ctx, args, threads: Optional[int] = None):
-        parent_conn, child_conn = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker_main, args=(child_conn,), name="optdiv-evaluator")
-        with _thread_limit_environment(threads):
-            self.proc.start()
-        _LIVE_WORKERS.add(self)
-        child_conn.close()  # so the parent sees EOF when the worker dies
-        self.conn = parent_conn
-        self.ready = False
-        self.busy = False  # a task was sent and its answer not yet received
-        # The data go over the pipe, not in the start payload: a spawned child that dies before reading a start
-        # payload larger than the OS pipe buffer (an unguarded main script) would block start() forever.
-        try:
-            parent_conn.send(args)
-        except (BrokenPipeError, EOFError, OSError):
-            pass  # the worker died while starting; receive() reports it
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.is_alive()
-
-    def receive(self, timeout: float):
-        """Next message, or ``("timeout", None)`` / ``("dead", exitcode)``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return "timeout", None
-            ready = wait([self.conn, self.proc.sentinel], timeout=left)
-            if not ready:
-                return "timeout", None
-            if self.conn in ready:
-                try:
-                    msg = self.conn.recv()
-                    self.busy = False
-                    return "msg", msg
-                except (EOFError, OSError):
-                    pass
-                except Exception as exc:  # a message that cannot be unpickled here
-                    return "bad", _error_text(exc)
-            # the sentinel fired, or the pipe reached EOF: the worker has died
-            self.proc.join(KILL_GRACE)
-            return "dead", self.proc.exitcode
-
-    def stop(self) -> None:
-        _LIVE_WORKERS.discard(self)
-        proc, conn, self.proc, self.conn = self.proc, self.conn, None, None
-        if proc is not None and conn is not None and not self.busy and proc.is_alive():
-            try:
-                conn.send(None)  # idle worker: ask it to leave on its own
-                proc.join(0.5)
-            except (OSError, EOFError):
-                pass
-        _stop_process(proc, conn)
-
-
-def _shutdown(holder: list) -> None:
-    if holder and holder[0] is not None:
-        worker, holder[0] = holder[0], None
-        worker.stop()
-
-
-@atexit.register
-def _stop_all_workers() -> None:
-    for worker in list(_LIVE_WORKERS):
-        worker.stop()
+from optdiv.cash.fitting import MAX_ERROR_CHARS, error_text, fit_predict, n_folds
+from optdiv.cash.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of, normalize_metric
+from optdiv.cash.worker import START_TIMEOUT, Worker, describe_exit, shutdown
+from optdiv.core.metrics import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, mean_loss
 
 
 class Evaluator:
@@ -657,7 +105,7 @@ class Evaluator:
         self.last_start_seconds = 0.0  # of the last evaluate call, the seconds spent starting a worker
         self._holder: list = [None]
         self._task_counter = 0
-        self._finalizer = weakref.finalize(self, _shutdown, self._holder)
+        self._finalizer = weakref.finalize(self, shutdown, self._holder)
 
     # -- public -------------------------------------------------------------------------------------
 
@@ -668,7 +116,7 @@ class Evaluator:
 
     def close(self) -> None:
         """End the worker process, if any. The evaluator stays usable: a later evaluate restarts it."""
-        _shutdown(self._holder)
+        shutdown(self._holder)
 
     def __enter__(self) -> "Evaluator":
         return self
@@ -694,14 +142,14 @@ class Evaluator:
         self.last_start_seconds = 0.0
         try:
             if self.in_process:
-                result = _fit_predict(self.build, self.splits, self.task, self.n_classes, self.seed, config,
+                result = fit_predict(self.build, self.splits, self.task, self.n_classes, self.seed, config,
                                       save_to=self._save_to(index))
                 return self._observation(config, index, result)
             return self._evaluate_in_worker(config, index, time_limit)
         except Exception as exc:  # a failure of the machinery itself: still an observation, never a raise
             if not self.in_process:
                 self.close()
-            return self._failed(config, index, "failed", "evaluator error: " + _error_text(exc),
+            return self._failed(config, index, "failed", "evaluator error: " + error_text(exc),
                                 time.perf_counter() - started)
 
     @property
@@ -745,7 +193,7 @@ class Evaluator:
     def _start_worker(self, timeout: float) -> Optional[str]:
         ctx = multiprocessing.get_context(self.start_method)
         args = (self.build, self.splits, self.task, self.n_classes, self.seed, self.memory_limit_mb)
-        worker = _Worker(ctx, args, self.threads)
+        worker = Worker(ctx, args, self.threads)
         self._holder[0] = worker
         self.worker_starts += 1
         kind, payload = worker.receive(min(START_TIMEOUT, max(timeout, 0.0)))
@@ -756,7 +204,7 @@ class Evaluator:
         if kind == "timeout":
             return f"worker process did not start within {min(START_TIMEOUT, max(timeout, 0.0)):.0f} s"
         if kind == "dead":
-            return (f"{_describe_exit(payload)} while starting (is the build function importable, and is the "
+            return (f"{describe_exit(payload)} while starting (is the build function importable, and is the "
                     f"main script guarded by if __name__ == '__main__'?)")
         return f"worker process sent an unexpected first message: {payload!r}"[:MAX_ERROR_CHARS]
 
@@ -778,7 +226,7 @@ class Evaluator:
         except Exception as exc:  # unpicklable config, or a worker that just died
             self.close()
             return self._failed(config, index, "failed", "could not send the configuration to the worker: "
-                                + _error_text(exc), 0.0)
+                                + error_text(exc), 0.0)
         folds = _FoldProgress(self.splits)
         while True:  # each fold's progress message starts the next fold's time limit
             limit = self.time_limit if cut is None else min(self.time_limit, cut - time.perf_counter())
@@ -794,7 +242,7 @@ class Evaluator:
             return self._timed_out(config, index, folds, waited)
         if kind == "dead":
             self.close()
-            return self._failed(config, index, "failed", _describe_exit(payload) + " during the evaluation", waited)
+            return self._failed(config, index, "failed", describe_exit(payload) + " during the evaluation", waited)
         if kind == "bad":
             self.close()
             return self._failed(config, index, "failed", "unreadable result from the worker: " + payload, waited)

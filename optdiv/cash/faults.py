@@ -215,7 +215,7 @@ class FaultInjectingEvaluator:
 
 def restore_config(obs, config: Dict):
     """The observation with the configuration as the search suggested it (no fault entry)."""
-    from optdiv.cash.evaluator import algorithm_of
+    from optdiv.cash.observation import algorithm_of
 
     obs.config = dict(config)
     obs.algorithm = algorithm_of(obs.config) or obs.algorithm

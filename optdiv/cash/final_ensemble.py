@@ -199,7 +199,7 @@ class EnsembleModel:
     def predict_proba(self, X) -> np.ndarray:
         if self.task != "classification":
             raise AttributeError("predict_proba is only available for classification")
-        from optdiv.cash.evaluator import predict_probabilities
+        from optdiv.cash.fitting import predict_probabilities
 
         X = self._frame(X)
         k = len(self.classes_)

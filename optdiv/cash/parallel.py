@@ -56,7 +56,7 @@ Time budget
 -----------
 Under a time budget the loop issues an evaluation only while its predicted duration fits in the search's
 time left, and caps each task's limit at that time left. A task cut at the deadline (status
-:data:`~optdiv.cash.evaluator.DEADLINE`) is not recorded: it stays issued without a result, so a resumed
+:data:`~optdiv.cash.observation.DEADLINE`) is not recorded: it stays issued without a result, so a resumed
 run evaluates it again. Tasks still running :data:`GIVE_UP_SECONDS` past the search's end are cancelled.
 """
 
@@ -81,8 +81,10 @@ import numpy as np
 
 from optdiv.cash.candidates import SpaceCandidates
 from optdiv.cash.constraints import enforce
-from optdiv.cash.evaluator import (DEADLINE, START_TIMEOUT, WORST_LOSS, Evaluator, Observation, algorithm_of,
-                                   n_folds)
+from optdiv.cash.evaluator import Evaluator
+from optdiv.cash.fitting import n_folds
+from optdiv.cash.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
+from optdiv.cash.worker import START_TIMEOUT
 from optdiv.cash.faults import FaultInjectingEvaluator, FaultPlan, mark, restore_config
 from optdiv.cash.optimizers import PENDING, _losses_with_failures
 from optdiv.cash.store import cut_torn_line, to_jsonable

@@ -39,7 +39,7 @@ from typing import Any, Iterable, List, Optional, Union
 
 import numpy as np
 
-from .evaluator import Observation
+from .observation import Observation
 
 LOG_NAME = "observations.jsonl"
 META_NAME = "meta.json"

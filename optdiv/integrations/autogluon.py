@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from optdiv.cash.evaluator import Observation
+from optdiv.cash.observation import Observation
 from optdiv.cash.final_ensemble import choose_members
 from optdiv.cash.optimizers import METHODS as _ENGINE_METHODS
 from optdiv.cash.optimizers import Optimizer

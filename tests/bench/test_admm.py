@@ -11,7 +11,7 @@ from optdiv.bench.replay import replay_search
 from optdiv.cash.baselines.admm import ADMM, PULLS, module_keys, theta_block_size
 from optdiv.cash.candidates import LibraryCandidates
 from optdiv.cash.constraints import Constraint
-from optdiv.cash.evaluator import Observation
+from optdiv.cash.observation import Observation
 
 FAST = {"n_trees": 10}
 

@@ -9,7 +9,7 @@ from optdiv.bench.replay import replay_search
 from optdiv.cash.baselines.ensemble_optimization import EnsembleOptimization
 from optdiv.cash.baselines.rising_bandit import RisingBandit
 from optdiv.cash.candidates import LibraryCandidates
-from optdiv.cash.evaluator import Observation
+from optdiv.cash.observation import Observation
 
 
 class _Arms:

@@ -79,7 +79,7 @@ def stored_library(tmp_path):
 
     from optdiv.bench.library import library_dir
     from optdiv.cash.data import load_dataset, split
-    from optdiv.cash.evaluator import Observation
+    from optdiv.cash.observation import Observation
     from optdiv.cash.spaces import get_space
     from optdiv.cash.store import RunStore
 

@@ -65,7 +65,7 @@ class _TenArms:
 
 
 def _obs(i, loss):
-    from optdiv.cash.evaluator import Observation
+    from optdiv.cash.observation import Observation
 
     return Observation({"x": i}, "ok", loss, index=i)
 

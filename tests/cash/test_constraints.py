@@ -21,7 +21,8 @@ from optdiv.cash.constraints import (
 )
 from optdiv.cash.data import from_frame, load_dataset, split
 from optdiv.cash.engine import run, search
-from optdiv.cash.evaluator import Evaluator, Observation
+from optdiv.cash.evaluator import Evaluator
+from optdiv.cash.observation import Observation
 from optdiv.cash.store import RunStore, RunStoreError
 from optdiv.cli import build_parser, main
 

@@ -8,7 +8,7 @@ from tiny_space import tiny_space
 from optdiv.cash.candidates import SpaceCandidates
 from optdiv.cash.data import from_frame, split
 from optdiv.cash.engine import search
-from optdiv.cash.evaluator import Observation
+from optdiv.cash.observation import Observation
 from optdiv.cash.optimizers import RUNS_LEFT, Optimizer
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}

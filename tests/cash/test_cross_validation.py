@@ -9,7 +9,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 from sklearn.tree import DecisionTreeClassifier
 from tiny_space import build, tiny_space
 
-import optdiv.cash.evaluator as evaluator_module
+import optdiv.cash.fitting as fitting_module
 from optdiv.cash.data import Splits, cross_validation_view, from_frame, split
 from optdiv.cash.engine import run, search
 from optdiv.cash.evaluator import Evaluator
@@ -149,7 +149,7 @@ def test_holdout_splits_keep_the_single_fit_path(cls_splits, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a holdout evaluation must not take the cross-validation path")
 
-    monkeypatch.setattr(evaluator_module, "_fit_predict_folds", refuse)
+    monkeypatch.setattr(fitting_module, "_fit_predict_folds", refuse)
     obs = Evaluator(build, cls_splits, "classification", "error", n_classes=2, seed=7, in_process=True).evaluate(TREE, 0)
     assert obs.status == "ok", obs.error
     tree = DecisionTreeClassifier(max_depth=3, random_state=7).fit(cls_splits.X_train.to_numpy(), cls_splits.y_train)

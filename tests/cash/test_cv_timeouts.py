@@ -10,7 +10,8 @@ from tiny_space import build, tiny_space
 
 from optdiv.cash.data import Splits, cross_validation_view, from_frame, split
 from optdiv.cash.engine import search
-from optdiv.cash.evaluator import WORST_LOSS, Evaluator, Observation
+from optdiv.cash.evaluator import Evaluator
+from optdiv.cash.observation import WORST_LOSS, Observation
 from optdiv.cash.optimizers import _losses_with_failures, imputed_loss
 from optdiv.cash.store import RunStore
 from optdiv.core.metrics import mean_loss

@@ -147,7 +147,7 @@ def test_stacking_model_is_saved_with_its_meta_model(tmp_path):
     proba = model.predict_proba(frame)
     assert proba.shape == (250, 2) and np.allclose(proba.sum(1), 1.0)
     # the meta-model, not the uniform average, combines the members
-    from optdiv.cash.evaluator import predict_probabilities
+    from optdiv.cash.fitting import predict_probabilities
 
     members = [predict_probabilities(m, frame, 2) for m in model.members]
     np.testing.assert_allclose(proba, model.stacker.predict(members))

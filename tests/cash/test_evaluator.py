@@ -11,7 +11,8 @@ from sklearn.metrics import log_loss
 from sklearn.pipeline import Pipeline
 
 from optdiv.cash.data import load_dataset, make_preprocessor, split
-from optdiv.cash.evaluator import WORST_LOSS, Evaluator, Observation, worst_loss
+from optdiv.cash.evaluator import Evaluator
+from optdiv.cash.observation import WORST_LOSS, Observation, worst_loss
 from optdiv.core.metrics import mean_loss
 
 
@@ -78,7 +79,7 @@ def test_multiclass_margin_probabilities_follow_the_decision():
     from sklearn.datasets import load_iris
     from sklearn.svm import LinearSVC
 
-    from optdiv.cash.evaluator import predict_probabilities
+    from optdiv.cash.fitting import predict_probabilities
 
     X, y = load_iris(return_X_y=True)
     model = LinearSVC(dual=False).fit(X[y != 1], y[y != 1])  # classes_ = [0, 2]: column 1 stays empty
@@ -200,7 +201,7 @@ def test_worst_losses_are_finite():
 def test_worker_runs_with_the_thread_cap():
     import os
 
-    from optdiv.cash.evaluator import THREAD_VARIABLES, _thread_limit_environment
+    from optdiv.cash.worker import THREAD_VARIABLES, thread_limit_environment
 
     splits = split(load_dataset("sklearn:breast_cancer"), seed=0)
     with Evaluator(builders.report_threads, splits, "classification", "error", time_limit=60) as evaluator:
@@ -208,7 +209,7 @@ def test_worker_runs_with_the_thread_cap():
     assert obs.status == "failed" and "OMP_NUM_THREADS=1" in obs.error
 
     before = {name: os.environ.get(name) for name in THREAD_VARIABLES}
-    with _thread_limit_environment(1):
+    with thread_limit_environment(1):
         assert all(os.environ[name] == "1" for name in THREAD_VARIABLES)
     assert {name: os.environ.get(name) for name in THREAD_VARIABLES} == before
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from optdiv.cash import store as store_mod
-from optdiv.cash.evaluator import Observation
+from optdiv.cash.observation import Observation
 from optdiv.cash.store import RunStore, RunStoreError
 
 

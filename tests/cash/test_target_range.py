@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LinearRegression
 
-from optdiv.cash.evaluator import _final_estimator, build_pipeline
+from optdiv.cash.fitting import build_pipeline, final_estimator
 from optdiv.cash.target_range import TARGET_MARGIN, RangeClippedRegressor
 
 
@@ -23,6 +23,6 @@ def test_regression_pipelines_clip_and_classification_pipelines_do_not():
     build = lambda config, seed: LinearRegression()  # noqa: E731
     pipe = build_pipeline(build, {}, X, 0, "regression").fit(X, 3.0 * X["x"])
     assert pipe.predict(pd.DataFrame({"x": [50.0]}))[0] == 3.0 * (1 + TARGET_MARGIN)
-    assert isinstance(_final_estimator(pipe), LinearRegression)  # names and checks see the real model
+    assert isinstance(final_estimator(pipe), LinearRegression)  # names and checks see the real model
     plain = build_pipeline(build, {}, X, 0, "classification")
     assert isinstance(plain.steps[-1][1], LinearRegression)

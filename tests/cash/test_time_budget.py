@@ -15,7 +15,9 @@ from optdiv.cash.budget import FINISH_SECONDS, Deadline, DurationPredictor
 from optdiv.cash.data import from_frame, load_dataset, split
 from optdiv.cash.engine import fit_model, run, search
 from optdiv.cash.estimators import OptDivClassifier
-from optdiv.cash.evaluator import DEADLINE, KILL_GRACE, WORST_LOSS, Evaluator, Observation, algorithm_of
+from optdiv.cash.evaluator import Evaluator
+from optdiv.cash.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
+from optdiv.cash.worker import KILL_GRACE
 from optdiv.cash.store import RunStore
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}

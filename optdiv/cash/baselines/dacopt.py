@@ -30,7 +30,7 @@ import numpy as np
 
 from optdiv.cash.baselines.contest import integer_log, round_budget, statistical_survivors, top_survivors
 from optdiv.cash.candidates import SpaceCandidates, seen_keys
-from optdiv.cash.evaluator import WORST_LOSS
+from optdiv.cash.observation import WORST_LOSS
 from optdiv.cash.optimizers import Optimizer, Suggestion, imputed_loss
 
 #: algorithm -> (family, super-family): the similarity tree the splitter merges along.

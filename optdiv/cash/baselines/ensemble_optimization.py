@@ -19,7 +19,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from optdiv.cash.candidates import SpaceCandidates, as_dict, observation_key, seen_keys
-from optdiv.cash.evaluator import WORST_LOSS
+from optdiv.cash.observation import WORST_LOSS
 from optdiv.cash.optimizers import Suggestion
 from optdiv.core.ensemble import addition_losses, tied_minima
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement

@@ -1,0 +1,97 @@
+"""The record of one evaluated configuration, its statuses and the loss a failure is recorded with.
+
+Every search, store, replay library and host adapter exchanges :class:`Observation` objects, so this module
+depends on nothing but numpy and the core's loss table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from optdiv.core._arrays import PROB_CLIP
+from optdiv.core.metrics import check_loss
+
+#: Status of an evaluation cut by the caller's ``time_limit`` (the run's deadline), not by its own limit: never
+#: stored, since it says nothing about the configuration.
+DEADLINE = "deadline"
+
+#: ``infeasible`` is set by the engine, not here: an ok run that violates a constraint (optdiv.cash.constraints).
+STATUSES = ("ok", "failed", "timeout", "infeasible", DEADLINE)
+
+#: Loss recorded for failed / timed-out evaluations (finite, so run logs stay valid JSON).
+WORST_LOSS = {
+    "error": 1.0,
+    "brier": 2.0,
+    "log_loss": float(-math.log(PROB_CLIP)),
+    "mse": 1e30,
+    "mae": 1e30,
+}
+
+#: Metric aliases accepted by :class:`Evaluator`.
+METRIC_ALIASES = {"accuracy": "error", "acc": "error", "logloss": "log_loss", "cross_entropy": "log_loss"}
+
+
+def worst_loss(metric: str) -> float:
+    """The loss recorded for a failed evaluation under ``metric`` (see the module docstring)."""
+    return WORST_LOSS[normalize_metric(metric)]
+
+
+def normalize_metric(metric: str) -> str:
+    return check_loss(METRIC_ALIASES.get(metric, metric))
+
+
+@dataclass
+class Observation:
+    """One evaluated configuration.
+
+    ``val_pred`` / ``test_pred`` are float32 ``(rows, classes)`` probabilities or ``(rows,)`` values,
+    present only when ``status == "ok"``. ``fit_seconds`` is the wall time of building, fitting and
+    predicting (for a timeout or crash: the time waited). ``error`` holds the exception and a traceback
+    tail, or the reason of a timeout / crash. ``measures`` holds what black-box constraints can name
+    (:data:`optdiv.cash.constraints.MEASURES`): ``fit_seconds``, and for runs that got as far as predicting
+    the validation rows ``predict_seconds`` and ``predict_us_per_row``; empty for observations stored before
+    measures were recorded.
+
+    A cross-validation evaluation that timed out after ``folds_done`` of ``folds_total`` folds is censored, not
+    uninformative: ``partial_loss`` is the loss of the out-of-fold predictions of those folds' rows, which
+    the optimisers use instead of the worst loss. It still has no predictions (the other folds' rows were never
+    predicted), so it never enters an ensemble. ``None`` / 0 for every other observation.
+    """
+
+    config: Dict[str, Any]
+    status: str
+    val_loss: float
+    test_loss: Optional[float] = None
+    fit_seconds: float = 0.0
+    error: Optional[str] = None
+    val_pred: Optional[np.ndarray] = field(default=None, repr=False)
+    test_pred: Optional[np.ndarray] = field(default=None, repr=False)
+    index: int = -1
+    algorithm: str = ""
+    measures: Dict[str, float] = field(default_factory=dict)
+    partial_loss: Optional[float] = None
+    folds_done: int = 0
+    folds_total: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def algorithm_of(config: Dict[str, Any]) -> str:
+    """The algorithm named by a configuration: its ``algorithm`` entry, else an auto-sklearn style
+    ``classifier:__choice__`` / ``regressor:__choice__`` entry, else ``""``."""
+    if "algorithm" in config:
+        return str(config["algorithm"])
+    for key in ("classifier:__choice__", "regressor:__choice__"):
+        if key in config:
+            return str(config[key])
+    for key, value in config.items():
+        if str(key).endswith("__choice__") and "preprocess" not in str(key):
+            return str(value)
+    return ""
+
