@@ -1,4 +1,4 @@
-"""Agnostic Bayes's decision rule and its baselines (seed 002): weighted vote, AMin, SMin, and tuning.
+"""Agnostic Bayes's decision rule and its baselines (Lacoste et al., ICML 2014): weighted vote, AMin, SMin, and tuning.
 
 - ``weighted_vote``: the classification rule E*(x) = argmax_y sum_h w_h [h(x) = y], returned as vote
   shares per class (rows sum to 1) so it plugs in wherever averaged probabilities do;

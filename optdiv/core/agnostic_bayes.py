@@ -1,4 +1,4 @@
-"""Agnostic Bayes ensemble weights (Lacoste et al., ICML 2014; seed 002).
+"""Agnostic Bayes ensemble weights (Lacoste et al., ICML 2014).
 
 The weight of model h is the posterior probability that h has the lowest true risk, estimated by
 drawing risk vectors from a posterior over risks given the per-example held-out losses and counting

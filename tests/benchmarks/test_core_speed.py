@@ -1,6 +1,6 @@
 """Speed of the core at the issue's reference size: 300 models x 5,000 rows x 2 classes.
 
-Targets (issue 2): pairwise_diversity <= 0.1 s for mse/mae/brier, <= 1 s for ce/divbo;
+Targets: pairwise_diversity <= 0.1 s for mse/mae/brier, <= 1 s for ce/divbo;
 ensemble_selection(size=25) <= 0.3 s. Figures come from
 ``pytest tests/benchmarks --benchmark-enable``; without that flag each case runs once as a test.
 """

@@ -1,4 +1,4 @@
-"""Agnostic Bayes weights: seed 002's Table 1, the t-posterior hand numbers, and sampler properties."""
+"""Agnostic Bayes weights: the paper's Table 1 (Lacoste et al., ICML 2014), the t-posterior hand numbers, and sampler properties."""
 
 import math
 

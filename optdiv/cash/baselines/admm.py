@@ -1,4 +1,4 @@
-"""ADMM for AutoML (seed 003, Algorithm 1 with BO for theta-min and CMAB Thompson sampling for z-min).
+"""ADMM for AutoML (Liu et al., AAAI 2020, Algorithm 1 with BO for theta-min and CMAB Thompson sampling for z-min).
 
 The pipeline's modules are the space's ``*:__choice__`` hyperparameters (rescaling, feature
 preprocessor, estimator in the auto-sklearn space); ``z`` picks one algorithm per module. One ADMM

@@ -1,4 +1,4 @@
-"""The closed-form steps of ADMM for AutoML (seed 003, Algorithm 1 and A1), as small pure functions.
+"""The closed-form steps of ADMM for AutoML (Liu et al., AAAI 2020, Algorithm 1 and A1), as small pure functions.
 
 - ``delta_min``: the integer projection ``round(clip(theta_tilde + lambda / rho, l, u))``;
 - ``inactive_theta``: inactive relaxed integers follow ``clip(delta - lambda / rho, l, u)``;

@@ -1,4 +1,4 @@
-"""DACOpt's contest arithmetic (seed 004, Algorithms 11 and 12): who survives a round and what each gets.
+"""DACOpt's contest arithmetic (Nguyen 2024, Algorithms 11 and 12): who survives a round and what each gets.
 
 Highest-performance contest (DAC-H*): ``c`` candidates, ``R_max = floor(log_eta c)`` rounds after round 0
 (computed with integers: the float log of 243 in base 3 is 4.999...), ``ceil(previous / eta)`` survivors per

@@ -1,4 +1,4 @@
-"""DACOpt (seed 004): sub-spaces of similar algorithms, one BO each, and a contest that shares the budget.
+"""DACOpt (Nguyen 2024): sub-spaces of similar algorithms, one BO each, and a contest that shares the budget.
 
 The space's algorithms are split into at most ``max_groups`` sub-spaces by a fixed similarity hierarchy
 (boosted trees, bagged trees, neighbours, discriminant analysis, linear models, kernel machines; unknown
