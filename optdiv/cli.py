@@ -187,43 +187,26 @@ class ProgressBar:
         self.stream.flush()
 
 
+#: ``optdiv run`` flags whose names differ from the RunConfig field they set.
+_FLAG_OF = {"constraints": "constraint", "faults": "inject_faults", "memory_limit_mb": "memory_limit"}
+
+
+def run_config_from_args(args):
+    """The RunConfig of ``optdiv run``'s parsed flags (every field the command offers)."""
+    from optdiv.cash.run_config import RunConfig
+
+    given = {name: getattr(args, _FLAG_OF.get(name, name)) for name in RunConfig.names()
+             if hasattr(args, _FLAG_OF.get(name, name))}
+    return RunConfig(**given)
+
+
 def _run(args, started: float) -> int:
     from optdiv.cash.engine import run
 
     bar = None if args.quiet else ProgressBar()
     try:
-        _, summary = run(
-            args.data,
-            target=args.target,
-            task=args.task,
-            out=args.out,
-            resume=args.resume,
-            seed=args.seed,
-            method=args.method,
-            metric=args.metric,
-            space=args.space,
-            budget=args.budget,
-            time_budget=args.time_budget,
-            time_limit=args.time_limit,
-            ensemble=args.ensemble,
-            ensemble_size=args.ensemble_size,
-            ensemble_loss=args.ensemble_loss,
-            ensemble_bags=args.ensemble_bags,
-            sampler=args.sampler,
-            vote=args.vote,
-            pool=args.pool,
-            refit=args.refit,
-            constraints=args.constraint,
-            cv=args.cv,
-            portfolio=args.portfolio,
-            cost_aware=args.cost_aware,
-            workers=args.workers,
-            scheduler=args.scheduler,
-            faults=args.inject_faults,
-            memory_limit_mb=args.memory_limit,
-            progress=bar,
-            started=started,
-        )
+        _, summary = run(args.data, target=args.target, task=args.task, out=args.out, resume=args.resume,
+                         config=run_config_from_args(args), progress=bar, started=started)
     finally:
         if bar is not None:
             bar.close()

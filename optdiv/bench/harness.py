@@ -365,10 +365,12 @@ def run_unit(unit: Dict) -> List[Dict]:
 
 
 def _bind_final(spec, strategy, y_val, metric, ensemble_size, seed, task, n_classes):
-    from optdiv.cash.engine import finalize
+    from optdiv.cash.final_ensemble import FinalSettings, finalize
+
+    settings = FinalSettings(metric, "caruana", ensemble_size, seed, task, n_classes)
 
     def final(prefix):
-        return finalize(spec, strategy, prefix, y_val, metric, "caruana", ensemble_size, seed, task, n_classes)
+        return finalize(spec, strategy, prefix, y_val, settings)
 
     return final
 

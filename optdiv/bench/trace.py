@@ -65,7 +65,7 @@ def search_trace(history: Sequence, y_val: np.ndarray, y_test: np.ndarray, metri
                  every: int = 10) -> Dict[str, List[Dict]]:
     """Rows per method: iteration, best single val loss, the method's final val/test loss, min diversity.
 
-    ``finals`` maps a method name to ``f(prefix) -> (FinalChoice, val_pred)`` (engine.finalize bound to
+    ``finals`` maps a method name to ``f(prefix) -> (FinalChoice, val_pred)`` (final_ensemble.finalize bound to
     the method); a prefix with no successful run yields NaN losses.
     """
     rows: Dict[str, List[Dict]] = {name: [] for name in finals}

@@ -6,13 +6,11 @@ import inspect
 import time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from optdiv.cash.budget import (
-    DEFAULT_TIME_LIMIT,
     FINISH_SECONDS,
     LOAD_BYTES_PER_SECOND,
     Deadline,
@@ -30,18 +28,16 @@ from optdiv.cash.final_ensemble import (
     AUTO,
     BUILDERS,
     EnsembleModel,
+    FinalSettings,
     Stacker,
-    best_single,
-    choose_members,
+    finalize,
     resolve_selection,
-    top_k,
-    weighted_prediction,
 )
-from optdiv.cash.methods import MethodSpec, get_method, make_strategy
-from optdiv.cash.optimizers import METHODS as OPTIMIZER_STRATEGIES  # the strategies a portfolio or cost-awareness applies to
+from optdiv.cash.methods import MODEL_BASED, STRATEGIES, get_method, make_strategy
 from optdiv.cash.parallel import wants_parallel
 from optdiv.cash.pipelines import SavedPipelines, rows_digest
 from optdiv.cash.portfolio import resolve_portfolio
+from optdiv.cash.run_config import RunConfig
 from optdiv.cash.spaces import SearchSpace, get_space
 from optdiv.cash.store import MODELS_DIR, RunStore, RunStoreError
 from optdiv.core.metrics import mean_loss
@@ -58,58 +54,6 @@ def resolve_metric(metric: Optional[str], task: str) -> str:
     if metric not in table:
         raise ValueError(f"unknown {task} metric {metric!r}; choose one of {', '.join(table)}")
     return table[metric]
-
-
-@dataclass
-class FinalChoice:
-    """The members of the final model, their weights, and (stacking only) the meta-model combining them."""
-
-    members: List[int]
-    weights: np.ndarray
-    stacker: Optional[Stacker] = None
-    vote: bool = False
-    info: Dict = field(default_factory=dict)  # what the builder chose besides weights (Agnostic Bayes's rho)
-
-    def combine(self, member_preds) -> np.ndarray:
-        if self.stacker is not None:
-            return self.stacker.predict(member_preds)
-        return weighted_prediction(member_preds, self.weights, vote=self.vote)
-
-
-def finalize(spec: MethodSpec, strategy, history: List, y_val: np.ndarray, loss: str, ensemble: str = "caruana",
-             ensemble_size: int = 25, seed: int = 0, task: str = "classification",
-             n_classes: Optional[int] = None, sampler: str = "bootstrap", vote: bool = False,
-             tune_rho: bool = False, selection_loss: Optional[str] = None, bags: int = 0):
-    """The method's final model over ``history``: (FinalChoice, its validation prediction).
-
-    ``sampler`` is Agnostic Bayes's posterior sampler; ``vote`` combines a classification ensemble by
-    weighted majority vote instead of averaging probabilities; ``tune_rho`` (out-of-fold predictions, k-fold
-    CV) tunes Agnostic Bayes's rho on the paper's grid instead of keeping rho = 1 (see ``choose_members``);
-    ``selection_loss`` and ``bags`` change what ensemble selection minimises and bag it (``choose_members``).
-    """
-    vote = bool(vote) and task == "classification"
-    if spec.final == "single":
-        choice = FinalChoice(*best_single(history))
-    elif spec.final == "ensemble":
-        size = spec.ensemble_size or ensemble_size
-        ensemble = spec.options.get("builder", ensemble)
-        info: Dict = {}
-        choice = FinalChoice(*choose_members(history, y_val, loss, ensemble, size, seed, sampler=sampler, vote=vote,
-                                             tune_rho=tune_rho, info=info, selection_loss=selection_loss,
-                                             bags=bags),
-                             vote=vote, info=info)
-    elif spec.final == "own":
-        choice = FinalChoice(*strategy.final_members(history, y_val))
-    elif spec.final == "bagging":
-        choice = FinalChoice(*top_k(history, 5))
-    elif spec.final == "stacking":
-        members, weights = top_k(history, 5)
-        preds = [history[i].val_pred for i in members]
-        stacker = Stacker(task, n_classes, seed).fit(preds, y_val)
-        return FinalChoice(members, weights, stacker), stacker.cross_validated(preds, y_val)
-    else:
-        raise ValueError(f"unknown final model {spec.final!r}")
-    return choice, choice.combine([history[i].val_pred for i in choice.members])
 
 
 @dataclass
@@ -138,40 +82,22 @@ REFIT_MEMBERS = 10
 def search(
     splits: Splits,
     task: str,
+    config: Optional[RunConfig] = None,
+    *,
     n_classes: Optional[int] = None,
-    method: str = "optdivbo",
-    metric: Optional[str] = None,
-    space: Union[str, SearchSpace] = "autosklearn",
-    budget: Optional[int] = 50,
-    time_budget: Optional[float] = None,
-    time_limit: Union[float, str] = DEFAULT_TIME_LIMIT,
-    seed: int = 0,
     store: Optional[RunStore] = None,
-    ensemble: str = "caruana",
-    ensemble_size: int = 25,
-    refit: bool = False,
     classes=None,
     columns: Optional[List[str]] = None,
     progress: Optional[Callable[[int, Optional[int], object], None]] = None,
-    optimizer_options: Optional[Dict] = None,
     candidates=None,
     evaluator=None,
-    sampler: str = "bootstrap",
-    vote: bool = False,
-    pool: str = "caruana",
-    constraints: Optional[Sequence[Union[str, Constraint]]] = None,
-    cv: Optional[int] = None,
-    workers: Optional[int] = None,
-    scheduler: Optional[str] = None,
-    faults=None,
-    memory_limit_mb: Optional[int] = None,
     started: Optional[float] = None,
-    portfolio=None,
-    ensemble_loss: Optional[str] = None,
-    ensemble_bags: Union[int, str] = 0,
-    cost_aware: bool = False,
+    **options,
 ) -> SearchResult:
     """Run a search until ``budget`` evaluations and/or ``time_budget`` seconds, then build the final model.
+
+    ``config`` (a :class:`~optdiv.cash.run_config.RunConfig`) holds the search's options; keyword ``options``
+    replace its fields (or the papers' defaults without one), so ``search(splits, task, method="bo-es")`` works too.
 
     With a ``store`` that already holds observations (a resumed run) the loop continues after them.
     ``candidates`` and ``evaluator`` replace the space's sampler and the live evaluator (replay runs
@@ -212,6 +138,14 @@ def search(
     and OptDivBO's temporary pool keeps the run's metric. ``"auto"`` for either is the measured choice of
     :func:`~optdiv.cash.final_ensemble.resolve_selection` (the estimators' and ``run``'s default).
     """
+    config = RunConfig.from_options(config, **options)
+    c = config
+    method, metric, space, budget, time_budget, seed = c.method, c.metric, c.space, c.budget, c.time_budget, c.seed
+    ensemble, ensemble_size, ensemble_loss, ensemble_bags = c.ensemble, c.ensemble_size, c.ensemble_loss, c.ensemble_bags
+    refit, sampler, vote, pool, constraints, cv = c.refit, c.sampler, c.vote, c.pool, c.constraints, c.cv
+    portfolio, cost_aware, optimizer_options = c.portfolio, c.cost_aware, c.optimizer_options
+    workers, scheduler, faults, memory_limit_mb, time_limit = c.workers, c.scheduler, c.faults, c.memory_limit_mb, \
+        c.time_limit
     if evaluator is not None and (cv is not None or (getattr(splits, "folds", None) is not None
                                                      and getattr(evaluator, "splits", None) is not splits)):
         raise ValueError("cross-validation needs the live evaluator's out-of-fold predictions; the evaluator "
@@ -247,23 +181,26 @@ def search(
         raise ValueError(f"unknown pool builder {pool!r}; choose one of {', '.join(POOL_BUILDERS)}")
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown Agnostic Bayes sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
-    if pool != "caruana":  # DivBO / OptDivBO's temporary pool built by another builder (e.g. agnostic_bayes)
-        optimizer_options = dict(optimizer_options or {})
-        optimizer_options["selector_options"] = {**optimizer_options.get("selector_options", {}), "pool_builder": pool}
+    # DivBO / OptDivBO's temporary pool: as large as the final ensemble, built by ``pool`` (e.g. agnostic_bayes)
+    optimizer_options = dict(optimizer_options or {})
+    optimizer_options["selector_options"] = {"ensemble_size": spec.ensemble_size or ensemble_size,
+                                             **(optimizer_options.get("selector_options") or {}),
+                                             **({} if pool == "caruana" else {"pool_builder": pool})}
+    kind = STRATEGIES[spec.strategy]
     initial = resolve_portfolio(portfolio, space.name, task)
     if initial is not None:
-        if spec.strategy not in OPTIMIZER_STRATEGIES:
+        if not kind.model_based:
             raise ValueError(f"method {method!r} has no initial design to warm-start; a portfolio works with "
-                             f"the strategies {', '.join(OPTIMIZER_STRATEGIES)}")
+                             f"the strategies {', '.join(MODEL_BASED)}")
         optimizer_options = {**(optimizer_options or {}), "initial": initial}
     if cost_aware:
-        if spec.strategy not in OPTIMIZER_STRATEGIES:
+        if not kind.model_based:
             raise ValueError(f"method {method!r} cannot weigh candidates by their cost; cost-aware suggestion "
-                             f"works with the strategies {', '.join(OPTIMIZER_STRATEGIES)}")
+                             f"works with the strategies {', '.join(MODEL_BASED)}")
         optimizer_options = {**(optimizer_options or {}), "cost_aware": True}
     strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,
                              optimizer_options=optimizer_options)
-    if hasattr(strategy, "set_constraints"):  # a constraint-aware strategy (ADMM) wants the bounds themselves
+    if kind.takes_constraints:  # ADMM's z-min wants the bounds themselves
         strategy.set_constraints(list(constraints))
     faults = parse_faults(faults, seed)
     start = time.perf_counter()
@@ -295,7 +232,7 @@ def search(
         if digest is not None:
             pipelines.prune(digest, done, protect=ensemble)
 
-    if deadline is not None and getattr(strategy, "cost_aware", False):
+    if deadline is not None and cost_aware:
         strategy.time_left = search_left  # cost-aware suggestion weighs candidates by the time the search has left
     if wants_parallel(workers, scheduler, store, history):
         from optdiv.cash.parallel import parallel_loop
@@ -358,9 +295,9 @@ def search(
                            f"({len(history)} evaluated); raise the time budget")
     if constraints:
         _require_feasible(history, constraints)
-    choice, val_pred = finalize(spec, strategy, history, splits.y_val, loss, ensemble, ensemble_size, seed, task,
-                                n_classes, sampler=sampler, vote=vote, tune_rho=n_folds is not None,
-                                selection_loss=ensemble_loss, bags=ensemble_bags)
+    choice, val_pred = finalize(spec, strategy, history, splits.y_val, FinalSettings(
+        loss, ensemble, ensemble_size, seed, task, n_classes, sampler=sampler, vote=bool(vote), tune_rho=n_folds is not None,
+        selection_loss=ensemble_loss, bags=ensemble_bags))
     result = SearchResult(
         history=history,
         member_indices=choice.members,
@@ -635,22 +572,24 @@ def run(
     task: str = "auto",
     out: Optional[str] = None,
     resume: bool = False,
-    seed: int = 0,
+    config: Optional[RunConfig] = None,
+    *,
     started: Optional[float] = None,
+    progress: Optional[Callable[[int, Optional[int], object], None]] = None,
     **options,
 ):
     """Load data, split 60/20/20, search, save ``result.json`` and ``model.joblib`` under ``out``.
 
-    ``cv=k`` (in ``options``) evaluates by k-fold cross-validation over the train+validation rows instead of
-    the validation split; the saved model's members are then fitted on all of those rows. ``cv="auto"`` (the
-    command line's default) chooses by the number of rows (:func:`~optdiv.cash.data.resolve_cv`).
+    ``config`` (default: :data:`RUN_DEFAULTS`) holds the search's options; keyword ``options`` replace its fields.
 
-    ``time_budget`` (in ``options``) counts from ``started`` (a ``time.perf_counter()`` reading; default: the
-    start of this call) and covers loading the data, the search, the final model and writing it.
+    ``cv=k`` evaluates by k-fold cross-validation over the train+validation rows instead of the validation split;
+    the saved model's members are then fitted on all of those rows. ``cv="auto"`` (the command line's default)
+    chooses by the number of rows (:func:`~optdiv.cash.data.resolve_cv`).
 
-    ``ensemble_loss`` / ``ensemble_bags`` default to ``"auto"`` here (see
-    :func:`~optdiv.cash.final_ensemble.resolve_selection`); they change only the final model, so a resumed run
-    may use other values.
+    ``time_budget`` counts from ``started`` (a ``time.perf_counter()`` reading; default: the start of this call) and
+    covers loading the data, the search, the final model and writing it.
+
+    ``ensemble_loss`` / ``ensemble_bags`` change only the final model, so a resumed run may use other values.
     """
     import joblib
 
@@ -658,41 +597,24 @@ def run(
 
     from optdiv.cash.data import load_dataset
 
-    options["constraints"] = parse_constraints(options.get("constraints"))  # bad text fails before loading data
-    options.setdefault("ensemble_loss", AUTO)
-    options.setdefault("ensemble_bags", AUTO)
-    # resolved here, so meta.json stores the seconds it stands for
-    options["time_limit"] = resolve_time_limit(options.get("time_limit", AUTO), options.get("time_budget"))
-    options["faults"] = parse_faults(options.get("faults"), seed)
+    config = RunConfig.from_options(config or RUN_DEFAULTS, **options)
+    # bad constraint text fails before loading data; the time limit is stored as the seconds it stands for
+    config = config.replace(constraints=parse_constraints(config.constraints),
+                            time_limit=resolve_time_limit(config.time_limit, config.time_budget),
+                            faults=parse_faults(config.faults, config.seed))
     dataset = load_dataset(data, target=target, task=task)
-    splits = split(dataset, seed=seed)
-    cv = resolve_cv(options.pop("cv", None), len(splits.y_train) + len(splits.y_val))
+    splits = split(dataset, seed=config.seed)
+    cv = resolve_cv(config.cv, len(splits.y_train) + len(splits.y_val))
+    config = config.replace(cv=cv)
     if cv is not None:  # before the search, so the saved model's refit (fit_model) uses train+validation too
-        splits = cross_validation_view(splits, cv, seed, dataset.task)
+        splits = cross_validation_view(splits, cv, config.seed, dataset.task)
     store = None
     if out is not None:
         store = RunStore(out)
-        settings = {
-            "data": str(data),
-            "target": target,
-            "task": dataset.task,
-            "seed": seed,
-            **{k: v for k, v in options.items() if k in _STORED_OPTIONS},
-        }
-        if options["constraints"]:  # only when given, so runs stored before constraints existed still resume
-            settings["constraints"] = settings_form(options["constraints"])
-        if cv is not None:  # likewise: holdout runs stored before --cv existed still resume
-            settings["cv"] = int(cv)
-        if options["faults"] is not None:  # likewise; a resume must inject the same faults
-            settings["faults"] = options["faults"].text()
-        if options.get("memory_limit_mb") is not None:
-            settings["memory_limit_mb"] = int(options["memory_limit_mb"])
-        if options.get("portfolio") is not None:  # a resume must start from the same portfolio
-            portfolio = options["portfolio"]
-            settings["portfolio"] = str(portfolio) if isinstance(portfolio, (str, Path)) else \
-                [dict(c) for c in portfolio]
+        settings = {"data": str(data), "target": target, "task": dataset.task, "seed": config.seed,
+                    **config.settings()}
         if resume:
-            store.check_meta(settings, ignore=("budget",))  # a resumed run may extend its budget
+            store.check_meta(_as_stored(settings, store.read_meta()), ignore=("budget",))  # the budget may grow
         elif len(store) > 0:
             raise FileExistsError(f"{out} already holds a run: pass --resume to continue it, or choose another --out")
         else:
@@ -701,18 +623,18 @@ def run(
     result = search(
         splits,
         dataset.task,
+        config.replace(cv=None),  # the splits already carry the folds
         n_classes=n_classes,
-        seed=seed,
         store=store,
         classes=dataset.classes,
         columns=list(dataset.X.columns),
+        progress=progress,
         started=started,
-        **options,
     )
     try:
         if result.model is None:
             result.model = fit_model(
-                result, result.space, splits, dataset.task, dataset.classes, list(dataset.X.columns), seed
+                result, result.space, splits, dataset.task, dataset.classes, list(dataset.X.columns), config.seed
             )
     finally:
         if result.pipelines is not None and store is None:
@@ -724,5 +646,16 @@ def run(
     return result, summary
 
 
-_STORED_OPTIONS = ("method", "metric", "space", "budget", "time_limit", "ensemble", "ensemble_size", "refit", "sampler",
-                   "vote", "pool")
+#: ``run``'s defaults: the papers' protocol with the automatic time limit and the measured final-ensemble settings
+#: (the command line and the estimators also choose cross-validation by the data's size, ``cv="auto"``).
+RUN_DEFAULTS = RunConfig(time_limit=AUTO, ensemble_loss=AUTO, ensemble_bags=AUTO)
+
+
+def _as_stored(settings: Dict, stored: Optional[Dict]) -> Dict:
+    """``settings`` less the options a run stored before they were always written (a Python ``run`` stored only
+    the options it was given) where they hold their default, so such a run still resumes."""
+    if stored is None:
+        return settings
+    defaults = RunConfig().settings()
+    return {k: v for k, v in settings.items() if k in stored or k not in defaults or v != defaults[k]}
+

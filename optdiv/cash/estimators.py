@@ -27,6 +27,10 @@ without a time budget.
 
 ``portfolio="builtin"`` (or a portfolio file, or a list of configurations) evaluates a warm-start portfolio
 first instead of random configurations (optdiv.cash.portfolio).
+
+Every option of ``optdiv run`` is a constructor argument with the same meaning (``constraints``, ``workers`` /
+``scheduler`` for Dask, ``sampler``, ``vote``, ``pool``, ``memory_limit_mb``, ``faults``, ...): they are the fields
+of :class:`~optdiv.cash.run_config.RunConfig`, which :meth:`run_config` returns.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from optdiv.cash.data import (
 )
 from optdiv.cash.budget import deadline_for
 from optdiv.cash.engine import fit_model, search
+from optdiv.cash.run_config import RunConfig
 
 
 class _OptDivEstimator(BaseEstimator):
@@ -70,6 +75,14 @@ class _OptDivEstimator(BaseEstimator):
         ensemble_loss: Optional[str] = "auto",
         ensemble_bags="auto",
         cost_aware: bool = False,
+        sampler: str = "bootstrap",
+        vote: bool = False,
+        pool: str = "caruana",
+        constraints=None,
+        workers: Optional[int] = None,
+        scheduler: Optional[str] = None,
+        memory_limit_mb: Optional[int] = None,
+        faults=None,
     ):
         self.method = method
         self.space = space
@@ -87,6 +100,18 @@ class _OptDivEstimator(BaseEstimator):
         self.ensemble_loss = ensemble_loss
         self.ensemble_bags = ensemble_bags
         self.cost_aware = cost_aware
+        self.sampler = sampler
+        self.vote = vote
+        self.pool = pool
+        self.constraints = constraints
+        self.workers = workers
+        self.scheduler = scheduler
+        self.memory_limit_mb = memory_limit_mb
+        self.faults = faults
+
+    def run_config(self) -> RunConfig:
+        """The search options this estimator stands for (every RunConfig field is a constructor argument)."""
+        return RunConfig(**{name: getattr(self, name) for name in RunConfig.names() if name != "optimizer_options"})
 
     def fit(self, X, y, X_val=None, y_val=None):
         """Search, then keep the ensemble; ``X_val``/``y_val`` replace the internal validation split.
@@ -108,27 +133,8 @@ class _OptDivEstimator(BaseEstimator):
         if cv is not None:  # before the search, so the final members are fitted on every row too
             splits = cross_validation_view(splits, cv, self.seed, self._task)
         n_classes = None if data.classes is None else len(data.classes)
-        result = search(
-            splits,
-            self._task,
-            n_classes=n_classes,
-            method=self.method,
-            metric=self.metric,
-            space=self.space,
-            budget=self.budget,
-            time_budget=self.time_budget,
-            time_limit=self.time_limit,
-            seed=self.seed,
-            ensemble=self.ensemble,
-            ensemble_size=self.ensemble_size,
-            classes=data.classes,
-            columns=list(data.X.columns),
-            started=started,
-            portfolio=self.portfolio,
-            ensemble_loss=self.ensemble_loss,
-            ensemble_bags=self.ensemble_bags,
-            cost_aware=self.cost_aware,
-        )
+        result = search(splits, self._task, self.run_config().replace(cv=None), n_classes=n_classes,
+                        classes=data.classes, columns=list(data.X.columns), started=started)
         try:
             self.ensemble_ = fit_model(result, result.space, splits, self._task, data.classes, list(data.X.columns),
                                        self.seed, refit=self.refit, deadline=deadline_for(self.time_budget, started))

@@ -8,7 +8,8 @@ evaluated predictions.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from optdiv.core.agnostic_bayes import SAMPLERS
 from optdiv.core.ensemble import agnostic_bayes_weights, bagged_ensemble_selection, ensemble_selection
 from optdiv.core.metrics import per_example_loss
 
-#: caruana: ensemble selection; agnostic_bayes: posterior of being best (seed 002); amin: the lowest
+#: caruana: ensemble selection; agnostic_bayes: posterior of being best (Lacoste et al., ICML 2014); amin: the lowest
 #: validation risk, ties at random; smin: Gibbs weights exp(-beta risk), beta tuned on the validation rows.
 BUILDERS = ("caruana", "agnostic_bayes", "amin", "smin")
 
@@ -28,6 +29,95 @@ AUTO = "auto"
 
 #: Bootstrap selections averaged for a regression ensemble under ``ensemble_bags="auto"``.
 REGRESSION_BAGS = 20
+
+
+@dataclass
+class FinalChoice:
+    """The members of the final model, their weights, and (stacking only) the meta-model combining them."""
+
+    members: List[int]
+    weights: np.ndarray
+    stacker: Optional["Stacker"] = None
+    vote: bool = False
+    info: Dict = field(default_factory=dict)  # what the builder chose besides weights (Agnostic Bayes's rho)
+
+    def combine(self, member_preds) -> np.ndarray:
+        if self.stacker is not None:
+            return self.stacker.predict(member_preds)
+        return weighted_prediction(member_preds, self.weights, vote=self.vote)
+
+
+@dataclass(frozen=True)
+class FinalSettings:
+    """The run's settings a final-model builder may use (see :func:`finalize`)."""
+
+    loss: str
+    ensemble: str = "caruana"
+    ensemble_size: int = 25
+    seed: int = 0
+    task: str = "classification"
+    n_classes: Optional[int] = None
+    sampler: str = "bootstrap"
+    vote: bool = False
+    tune_rho: bool = False
+    selection_loss: Optional[str] = None
+    bags: int = 0
+
+
+def _final_single(method, strategy, history, y_val, s: FinalSettings) -> FinalChoice:
+    return FinalChoice(*best_single(history))
+
+
+def _final_ensemble(method, strategy, history, y_val, s: FinalSettings) -> FinalChoice:
+    info: Dict = {}
+    members, weights = choose_members(history, y_val, s.loss, method.options.get("builder", s.ensemble),
+                                      method.ensemble_size or s.ensemble_size, s.seed, sampler=s.sampler, vote=s.vote,
+                                      tune_rho=s.tune_rho, info=info, selection_loss=s.selection_loss, bags=s.bags)
+    return FinalChoice(members, weights, vote=s.vote, info=info)
+
+
+def _final_own(method, strategy, history, y_val, s: FinalSettings) -> FinalChoice:
+    return FinalChoice(*strategy.final_members(history, y_val))
+
+
+def _final_bagging(method, strategy, history, y_val, s: FinalSettings) -> FinalChoice:
+    return FinalChoice(*top_k(history, 5))
+
+
+def _final_stacking(method, strategy, history, y_val, s: FinalSettings) -> FinalChoice:
+    members, weights = top_k(history, 5)
+    stacker = Stacker(s.task, s.n_classes, s.seed).fit([history[i].val_pred for i in members], y_val)
+    return FinalChoice(members, weights, stacker)
+
+
+#: How each kind of final model is built: ``builder(method, strategy, history, y_val, settings) -> FinalChoice``.
+#: ``own`` asks the strategy (``final_members``), so only a strategy that keeps its own ensemble (EO) may use it.
+FINALS: Dict[str, Callable[..., FinalChoice]] = {
+    "single": _final_single,
+    "ensemble": _final_ensemble,
+    "own": _final_own,
+    "bagging": _final_bagging,
+    "stacking": _final_stacking,
+}
+
+
+def finalize(method, strategy, history: List, y_val: np.ndarray, settings: FinalSettings):
+    """The method's final model over ``history``: (FinalChoice, its validation prediction).
+
+    ``settings.vote`` combines a classification ensemble by weighted majority vote instead of averaging
+    probabilities; ``tune_rho`` (out-of-fold predictions, k-fold CV) tunes Agnostic Bayes's rho on the paper's grid
+    instead of keeping rho = 1; ``selection_loss`` and ``bags`` change what ensemble selection minimises and bag it
+    (:func:`choose_members`). A stacking model's validation prediction is cross-validated, not in-sample.
+    """
+    if method.final not in FINALS:
+        raise ValueError(f"unknown final model {method.final!r}; choose one of {', '.join(FINALS)}")
+    if settings.vote and settings.task != "classification":
+        settings = replace(settings, vote=False)
+    choice = FINALS[method.final](method, strategy, history, y_val, settings)
+    preds = [history[i].val_pred for i in choice.members]
+    if choice.stacker is not None:
+        return choice, choice.stacker.cross_validated(preds, y_val)
+    return choice, choice.combine(preds)
 
 
 def resolve_selection(task: str, metric: str, ensemble_loss=AUTO, ensemble_bags=AUTO) -> Tuple[Optional[str], int]:

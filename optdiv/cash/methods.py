@@ -1,18 +1,24 @@
-"""Every method `optdiv run` and `optdiv bench` know, by the papers' names.
+"""Every method `optdiv run` and `optdiv bench` know, by the papers' names: one registry entry each.
 
-A method is a suggestion strategy plus how its final model is made:
+A method is a suggestion **strategy** (an entry of :data:`STRATEGIES`: how to make it and what the engine may
+hand it) plus how its **final** model is made (an entry of :data:`optdiv.cash.final_ensemble.FINALS`):
 - ``single``: the best run by validation loss (RS, BO, RB, DivBO-);
 - ``ensemble``: post-hoc ensemble selection over all runs (the ``-ES`` designs, DivBO, OptDivBO), or
   Agnostic Bayes with ``--ensemble agnostic_bayes``;
 - ``own``: the strategy's own ensemble (EO);
 - ``bagging`` / ``stacking``: the 5 best runs averaged uniformly / combined by a meta-model (DivBO Table 9).
 Names ending in ``-`` (``divbo-``, ``optdivbo-``, ``rs-``, ``bo-``) mean the single best run.
+
+A new method is one :class:`MethodSpec` in :data:`METHODS`; a new strategy is one class with
+``suggest(history, y_val) -> Suggestion`` and one :class:`StrategySpec` in :data:`STRATEGIES`. Strategies keep no
+state a search depends on beyond the history they are given (a resumed run suggests what an uninterrupted one
+would), so there is no ``observe`` step: the history is the observation.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from typing import Any, Callable, Dict, Optional, Sequence
 
 from optdiv.cash.baselines.admm import ADMM
 from optdiv.cash.baselines.dacopt import DACOpt
@@ -20,10 +26,92 @@ from optdiv.cash.baselines.ensemble_optimization import EnsembleOptimization
 from optdiv.cash.baselines.evolution import RegularisedEvolutionEnsemble
 from optdiv.cash.baselines.per_algorithm import PerAlgorithmBO
 from optdiv.cash.baselines.rising_bandit import RisingBandit
-from optdiv.cash.optimizers import METHODS as OPTIMIZER_STRATEGIES
+from optdiv.cash.final_ensemble import FINALS
 from optdiv.cash.optimizers import Optimizer
 
-FINALS = ("single", "ensemble", "own", "bagging", "stacking")
+try:  # typing.Protocol is 3.8+; kept optional for static readers only
+    from typing import Protocol
+except ImportError:  # pragma: no cover
+    Protocol = object  # type: ignore
+
+
+class Strategy(Protocol):
+    """What the search loop asks of a strategy: the next configuration, from the observations so far."""
+
+    def suggest(self, history: Sequence, y_val=None):  # -> optdiv.cash.optimizers.Suggestion
+        ...
+
+
+@dataclass(frozen=True)
+class StrategyContext:
+    """What every strategy factory is given: the space, the loss, the seed, the candidate source (a replay
+    library's, or None for the space's own), the budget, the method, and the run's strategy options."""
+
+    space: Any
+    metric: str
+    seed: int
+    candidates: Any
+    budget: Optional[int]
+    method: "MethodSpec"
+    options: Dict
+    selector_options: Dict
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    """How to make one suggestion strategy and what the engine may hand it.
+
+    ``model_based``: the strategy is one of the :class:`~optdiv.cash.optimizers.Optimizer` family, which takes a
+    warm-start portfolio (``initial``) and cost-aware weighting (``cost_aware``, ``time_left``).
+    ``takes_constraints``: it is given the run's constraints (``set_constraints``), as ADMM's z-min is.
+    """
+
+    name: str
+    make: Callable[[StrategyContext], Strategy]
+    model_based: bool = False
+    takes_constraints: bool = False
+
+
+def _model_based(name: str) -> StrategySpec:
+    def make(ctx: StrategyContext):
+        return Optimizer(ctx.space, name, ctx.metric, seed=ctx.seed, candidates=ctx.candidates,
+                         selector_options=ctx.selector_options, **ctx.options)
+
+    return StrategySpec(name, make, model_based=True)
+
+
+def _dacopt(ctx: StrategyContext):
+    return DACOpt(ctx.space, ctx.metric, seed=ctx.seed, candidates=ctx.candidates, budget=ctx.budget,
+                  inner=ctx.method.options["inner"], contest=ctx.method.options["contest"],
+                  selector_options=ctx.selector_options or None, **ctx.options)
+
+
+STRATEGIES: Dict[str, StrategySpec] = {
+    spec.name: spec
+    for spec in (
+        _model_based("rs"),
+        _model_based("bo"),
+        _model_based("tpe"),
+        _model_based("divbo"),
+        _model_based("optdivbo"),
+        StrategySpec("dac", _dacopt),
+        StrategySpec("admm", lambda ctx: ADMM(ctx.space, ctx.metric, seed=ctx.seed, candidates=ctx.candidates,
+                                              **ctx.options), takes_constraints=True),
+        StrategySpec("rb", lambda ctx: RisingBandit(ctx.space, ctx.metric, seed=ctx.seed, candidates=ctx.candidates,
+                                                    budget=ctx.budget, **ctx.options)),
+        StrategySpec("kbo", lambda ctx: PerAlgorithmBO(ctx.space, ctx.metric, seed=ctx.seed,
+                                                       candidates=ctx.candidates, **ctx.options)),
+        StrategySpec("eo", lambda ctx: EnsembleOptimization(
+            ctx.space, ctx.metric, seed=ctx.seed, candidates=ctx.candidates,
+            ensemble_size=ctx.method.options.get("selector_size", 12), **ctx.options)),
+        StrategySpec("nes", lambda ctx: RegularisedEvolutionEnsemble(
+            ctx.space, ctx.metric, seed=ctx.seed, candidates=ctx.candidates,
+            ensemble_size=ctx.method.ensemble_size or 10)),
+    )
+}
+#: The strategies that take a warm-start portfolio and cost-aware weighting.
+MODEL_BASED = tuple(name for name, spec in STRATEGIES.items() if spec.model_based)
+
 #: Method options that change the search itself (the rest, e.g. ``builder``, change only the final model).
 SEARCH_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", "paper_clip", "contest", "inner")
 #: Of those, the ones the diversity selector takes.
@@ -32,8 +120,12 @@ SELECTOR_OPTIONS = ("fixed_weight", "beta", "pool_builder", "diversity_target", 
 
 @dataclass(frozen=True)
 class MethodSpec:
+    """One named method: its strategy (a key of :data:`STRATEGIES`), its final model (a key of ``FINALS``), and
+    the options that make it a variant (selector options such as ``paper_clip``, DACOpt's ``contest`` and
+    ``inner``, the final ``builder``)."""
+
     name: str
-    strategy: str  # rs | bo | tpe | divbo | optdivbo | rb | kbo | eo | nes | dac | admm
+    strategy: str
     final: str
     description: str
     ensemble_size: Optional[int] = None  # None: the run's --ensemble-size (25 by default)
@@ -106,6 +198,18 @@ METHODS: Dict[str, MethodSpec] = {
 ALIASES = {"rs-": "rs", "bo-": "bo"}
 
 
+def _check_registry() -> None:
+    """Every method names a known strategy and final model (a typo fails at import, not mid-run)."""
+    for spec in METHODS.values():
+        if spec.strategy not in STRATEGIES:
+            raise ValueError(f"method {spec.name!r} names an unknown strategy {spec.strategy!r}")
+        if spec.final not in FINALS:
+            raise ValueError(f"method {spec.name!r} names an unknown final model {spec.final!r}")
+
+
+_check_registry()
+
+
 def get_method(name: str) -> MethodSpec:
     key = ALIASES.get(name, name)
     if key not in METHODS:
@@ -115,27 +219,14 @@ def get_method(name: str) -> MethodSpec:
 
 def make_strategy(spec: MethodSpec, space, metric: str, seed: int = 0, candidates=None,
                   budget: Optional[int] = None, optimizer_options: Optional[Dict] = None):
-    """The object whose ``suggest(history, y_val)`` drives the search for ``spec``."""
+    """The object whose ``suggest(history, y_val)`` drives the search for ``spec``.
+
+    ``optimizer_options`` are the strategy's keyword options; its ``selector_options`` entry (DivBO / OptDivBO's
+    selector, also inside DACOpt) is merged with the method's own selector options.
+    """
     options = dict(optimizer_options or {})
-    if spec.strategy in OPTIMIZER_STRATEGIES:
-        selector_options = dict(options.pop("selector_options", {}) or {})
-        selector_options.update({k: v for k, v in spec.options.items() if k in SELECTOR_OPTIONS})
-        return Optimizer(space, spec.strategy, metric, seed=seed, candidates=candidates,
-                         selector_options=selector_options, **options)
-    selector_options = options.pop("selector_options", None)
-    if spec.strategy == "dac":
-        return DACOpt(space, metric, seed=seed, candidates=candidates, budget=budget, inner=spec.options["inner"],
-                      contest=spec.options["contest"], selector_options=selector_options, **options)
-    if spec.strategy == "admm":
-        return ADMM(space, metric, seed=seed, candidates=candidates, **options)
-    if spec.strategy == "rb":
-        return RisingBandit(space, metric, seed=seed, candidates=candidates, budget=budget, **options)
-    if spec.strategy == "kbo":
-        return PerAlgorithmBO(space, metric, seed=seed, candidates=candidates, **options)
-    if spec.strategy == "eo":
-        return EnsembleOptimization(space, metric, seed=seed, candidates=candidates,
-                                    ensemble_size=spec.options.get("selector_size", 12), **options)
-    if spec.strategy == "nes":
-        return RegularisedEvolutionEnsemble(space, metric, seed=seed, candidates=candidates,
-                                            ensemble_size=spec.ensemble_size or 10)
-    raise ValueError(f"method {spec.name!r} has an unknown strategy {spec.strategy!r}")
+    selector_options = dict(options.pop("selector_options", {}) or {})
+    selector_options.update({k: v for k, v in spec.options.items() if k in SELECTOR_OPTIONS})
+    strategy = STRATEGIES[spec.strategy]
+    return strategy.make(StrategyContext(space, metric, int(seed), candidates, budget, spec, options,
+                                         selector_options))

@@ -22,7 +22,8 @@ from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 from optdiv.core.tpe import ParzenRatio
 
-METHODS = ("rs", "bo", "tpe", "divbo", "optdivbo")  # the suggestion strategies; named methods live in methods.py
+#: The strategies this class implements (registered in optdiv.cash.methods, which names the methods built on them).
+FAMILY = ("rs", "bo", "tpe", "divbo", "optdivbo")
 
 #: Cost-aware suggestion (``cost_aware``): a candidate predicted to take more than 1/RUNS_LEFT of the search's time
 #: left is down-weighted in proportion.
@@ -37,8 +38,8 @@ PENDING = "pending"
 def parse_method(name: str):
     """Split a method name into (base, post_hoc_ensemble): ``divbo-`` is DivBO without an ensemble."""
     base = name[:-1] if name.endswith("-") else name
-    if base not in METHODS:
-        known = ", ".join(METHODS + tuple(m + "-" for m in METHODS))
+    if base not in FAMILY:
+        known = ", ".join(FAMILY + tuple(m + "-" for m in FAMILY))
         raise ValueError(f"unknown method {name!r}; choose one of {known}")
     return base, not name.endswith("-")
 

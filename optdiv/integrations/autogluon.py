@@ -34,7 +34,6 @@ import numpy as np
 
 from optdiv.cash.observation import Observation
 from optdiv.cash.final_ensemble import choose_members
-from optdiv.cash.optimizers import METHODS as _ENGINE_METHODS
 from optdiv.cash.optimizers import Optimizer
 from optdiv.cash.spaces._assembly import selected
 from optdiv.cash.spaces.autogluon_space import OPTIONAL, autogluon_space
@@ -54,7 +53,8 @@ FAMILIES = {
     "LR": "linear",
 }
 _KEY_OF = {algorithm: key for key, algorithm in FAMILIES.items()}
-METHODS = _ENGINE_METHODS  # rs, bo, divbo, optdivbo
+#: The engine's strategies this searcher offers, named here so a new engine strategy is not offered unchecked.
+METHODS = ("rs", "bo", "divbo", "optdivbo")
 ENSEMBLES = ("autogluon", "optdiv", "none")
 NAME_PREFIX = "_OD"  # model names become e.g. LightGBM_OD7: unique per trial, recognisable in the leaderboard
 

@@ -1,0 +1,103 @@
+"""Every option of one search, in one typed record the command line, the estimators, the bench harness and a run
+directory's stored settings all build from.
+
+Before this record the same two dozen options were listed again in each of those places, and the lists drifted
+(the estimators offered half of them). A new option is now one field here; :func:`optdiv.cash.engine.search`
+reads it, ``optdiv run`` and the estimators pass it through, and :meth:`RunConfig.settings` stores it when a
+resume must see the same value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+from optdiv.cash.budget import DEFAULT_TIME_LIMIT
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The options of one search (see :func:`optdiv.cash.engine.search` for what each one does).
+
+    Defaults are the papers' protocol, which the bench harness and :func:`~optdiv.cash.engine.search` keep;
+    ``optdiv run`` and the estimators default to the automatic time limit, cross-validation on small data and the
+    measured final-ensemble settings (``"auto"`` for ``time_limit``, ``cv``, ``ensemble_loss``, ``ensemble_bags``).
+    """
+
+    method: str = "optdivbo"
+    metric: Optional[str] = None
+    space: Any = "autosklearn"  # a built-in space's name or a SearchSpace
+    budget: Optional[int] = 50  # evaluations
+    time_budget: Optional[float] = None  # seconds for the whole call, final model included
+    time_limit: Union[float, str] = DEFAULT_TIME_LIMIT  # seconds per evaluation (per fold under cv), or "auto"
+    seed: int = 0
+    ensemble: str = "caruana"
+    ensemble_size: int = 25
+    ensemble_loss: Optional[str] = None
+    ensemble_bags: Union[int, str] = 0
+    refit: bool = False
+    sampler: str = "bootstrap"  # Agnostic Bayes's posterior sampler
+    vote: bool = False
+    pool: str = "caruana"  # DivBO / OptDivBO's temporary pool builder
+    constraints: Sequence = ()
+    cv: Union[int, str, None] = None
+    portfolio: Any = None
+    cost_aware: bool = False
+    workers: Optional[int] = None
+    scheduler: Optional[str] = None
+    faults: Any = None
+    memory_limit_mb: Optional[int] = None
+    optimizer_options: Optional[Dict] = None  # the strategy's own keyword options (research and tests)
+
+    @classmethod
+    def names(cls) -> Tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_options(cls, base: Optional["RunConfig"] = None, **options) -> "RunConfig":
+        """``base`` (default: the papers' defaults) with ``options`` replaced; a ValueError names an unknown one."""
+        unknown = sorted(set(options) - set(cls.names()))
+        if unknown:
+            raise ValueError(f"unknown search option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; the "
+                             f"options are {', '.join(cls.names())}")
+        return replace(base or cls(), **options)
+
+    def replace(self, **changes) -> "RunConfig":
+        return RunConfig.from_options(self, **changes)
+
+    def options(self) -> Dict[str, Any]:
+        return {name: getattr(self, name) for name in self.names()}
+
+    def settings(self) -> Dict[str, Any]:
+        """The JSON form a run directory stores, so a resume can refuse other settings.
+
+        Options that came later are stored only when set, so runs stored before them still resume; options that
+        change nothing a resume must repeat (the budget may grow, the final ensemble's loss and bags, where the
+        search runs, the strategy's research options) are not stored.
+        """
+        from optdiv.cash.constraints import parse_constraints, settings_form
+        from optdiv.cash.faults import parse_faults
+
+        out: Dict[str, Any] = {name: getattr(self, name) for name in _ALWAYS_STORED}
+        if not isinstance(out["space"], str):
+            out["space"] = getattr(self.space, "name", str(self.space))
+        constraints = parse_constraints(self.constraints)
+        if constraints:
+            out["constraints"] = settings_form(constraints)
+        if self.cv is not None:
+            out["cv"] = int(self.cv)
+        faults = parse_faults(self.faults, self.seed)
+        if faults is not None:
+            out["faults"] = faults.text()
+        if self.memory_limit_mb is not None:
+            out["memory_limit_mb"] = int(self.memory_limit_mb)
+        if self.portfolio is not None:
+            portfolio = self.portfolio
+            out["portfolio"] = str(portfolio) if isinstance(portfolio, (str, Path)) else [dict(c) for c in portfolio]
+        return out
+
+
+#: Stored in every run directory (the first options the engine had).
+_ALWAYS_STORED = ("method", "metric", "space", "budget", "time_limit", "ensemble", "ensemble_size", "refit", "sampler",
+                  "vote", "pool")

@@ -1,0 +1,34 @@
+"""The package's short public API: every name resolves, and importing optdiv loads no heavy library."""
+
+import subprocess
+import sys
+
+import optdiv
+
+
+def test_every_exported_name_resolves_to_the_real_object():
+    from optdiv.cash.engine import run, search
+    from optdiv.cash.estimators import OptDivClassifier, OptDivRegressor
+    from optdiv.cash.run_config import RunConfig
+    from optdiv.core.selector import DiversityAwareSelector
+
+    assert (optdiv.OptDivClassifier, optdiv.OptDivRegressor, optdiv.RunConfig, optdiv.run, optdiv.search,
+            optdiv.DiversityAwareSelector) == (OptDivClassifier, OptDivRegressor, RunConfig, run, search,
+                                               DiversityAwareSelector)
+    assert set(optdiv.__all__) <= set(dir(optdiv))
+    assert "optdivbo" in optdiv.methods() and "bo-es" in optdiv.methods()
+
+
+def test_importing_optdiv_loads_no_heavy_library():
+    code = "import sys, optdiv; print(sorted(m for m in ('sklearn', 'lightgbm', 'pandas', 'scipy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    try:
+        optdiv.OptDivClassifer  # noqa: B018 (a typo a user makes)
+    except AttributeError as exc:
+        assert "OptDivClassifer" in str(exc)
+    else:
+        raise AssertionError("a misspelt export must raise AttributeError")
