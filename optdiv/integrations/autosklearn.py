@@ -41,7 +41,7 @@ import inspect
 import logging
 import os
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -141,41 +141,14 @@ class OptDivReport:
 
 
 # --------------------------------------------------------------------------- #
-# Encoding and run predictions (host types stay here; the core sees arrays)
+# Run predictions (host types stay here; the core sees arrays)
 # --------------------------------------------------------------------------- #
-
-
-class _Encoder:
-    """ConfigSpace vectors -> the core's convention: values in [0, 1], a categorical with k choices as
-    index / (k - 1), constants 0, inactive -1."""
-
-    def __init__(self, config_space):
-        from optdiv.cash import cs_compat
-
-        hps = cs_compat.hyperparameters(config_space)
-        divisor, constant = [], []
-        for hp in hps:
-            try:
-                k = len(cs_compat.choices_of(hp))
-            except TypeError:  # numerical: ConfigSpace's vector value is already in [0, 1]
-                k = 0
-            divisor.append(float(k - 1) if k > 1 else 1.0)
-            constant.append(k == 1)
-        self.divisor = np.asarray(divisor)
-        self.constant = np.asarray(constant, dtype=bool)
-
-    def __call__(self, configs: Sequence) -> np.ndarray:
-        vectors = np.array([c.get_array() for c in configs], dtype=np.float64).reshape(len(configs), -1)
-        x = vectors / self.divisor
-        x[:, self.constant] = np.where(np.isnan(x[:, self.constant]), np.nan, 0.0)
-        x = np.clip(x, 0.0, 1.0)
-        return np.where(np.isnan(x), -1.0, x)
 
 
 class _RunPredictions:
     """Validation predictions of every successful run, read once from auto-sklearn's run folders."""
 
-    def __init__(self, backend, autosklearn_seed: int, encoder: _Encoder, report: OptDivReport):
+    def __init__(self, backend, autosklearn_seed: int, encoder, report: OptDivReport):
         self.backend, self.seed, self.encoder, self.report = backend, int(autosklearn_seed), encoder, report
         self._done: set = set()
         self.num_runs: List[int] = []
@@ -219,7 +192,7 @@ class _RunPredictions:
                 self.report.runs_skipped += 1
                 continue
             self.num_runs.append(int(num_run))
-            self.X.append(self.encoder([runhistory.ids_config[key.config_id]])[0])
+            self.X.append(self.encoder.encode([runhistory.ids_config[key.config_id]])[0])
             self.preds.append(arr)
             self.report.runs_read += 1
 
@@ -252,6 +225,8 @@ def _maximizer_class() -> type:
         return _CLASSES["maximizer"]
     from smac.optimizer.ei_optimization import LocalAndSortedRandomSearch
 
+    from optdiv.cash.encoding import ConfigEncoder
+
     class OptDivLocalAndSortedRandomSearch(LocalAndSortedRandomSearch):
         """SMAC's default maximiser, whose candidate list is re-ordered by the diversity-aware selector.
 
@@ -268,7 +243,7 @@ def _maximizer_class() -> type:
             self.classification = bool(classification)
             self.report = report
             self.strict = bool(strict)
-            self.encoder = _Encoder(config_space)
+            self.encoder = ConfigEncoder(config_space)
             self.runs = _RunPredictions(backend, autosklearn_seed, self.encoder, report)
 
         def _maximize(self, runhistory, stats, num_points):
@@ -304,7 +279,7 @@ def _maximizer_class() -> type:
             acq = np.array([float(np.asarray(a).ravel()[0]) for a, _ in fresh], dtype=np.float64)
             finite = np.isfinite(acq)
             acq = np.where(finite, acq, acq[finite].min() if finite.any() else 0.0)
-            candidates = self.encoder([c for _, c in fresh])
+            candidates = self.encoder.encode([c for _, c in fresh])
             preds = np.stack(self.runs.preds)
             if self.classification and preds.ndim != 3:
                 raise ValueError(f"classification run predictions must be (rows, classes); got {preds.shape[1:]}")

@@ -49,11 +49,11 @@ import time
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
-from ConfigSpace import CategoricalHyperparameter, Constant, OrdinalHyperparameter
 from openbox.core.generic_advisor import Advisor
 from openbox.optimizer.generic_smbo import SMBO
 from openbox.utils.constants import FAILED, SUCCESS
 
+from optdiv.cash.encoding import ConfigEncoder
 from optdiv.core.ensemble import ensemble_predict
 from optdiv.core.metrics import mean_loss
 from optdiv.core.selector import METHODS, REGRESSION_METRICS, DiversityAwareSelector, pool_loss
@@ -82,43 +82,10 @@ SAVE_FORMAT = 1
 
 
 def encode_configurations(configs: Sequence, config_space) -> np.ndarray:
-    """``(count, dims)`` float64 in the core's convention: values in [0, 1], inactive -1.
-
-    ConfigSpace's vector form already scales numbers to [0, 1] (log scale where set) and marks
-    inactive values NaN; categoricals and ordinals hold an index, mapped here to index / (k - 1).
-    """
-    return _encode_vectors(_vectors(configs, config_space), config_space)
-
-
-def _vectors(configs: Sequence, config_space) -> np.ndarray:
-    """ConfigSpace vectors (space order, NaN = inactive) of ``configs``, one row each."""
-    width = len(config_space.get_hyperparameters())
-    if not configs:
-        return np.empty((0, width), dtype=np.float64)
-    vectors = np.array([np.asarray(c.get_array(), dtype=np.float64) for c in configs], dtype=np.float64)
-    if vectors.ndim != 2 or vectors.shape[1] != width:
-        raise ValueError(f"configurations do not belong to this space: {width} hyperparameters, "
-                         f"vectors of shape {vectors.shape}")
-    return vectors
-
-
-def _encode_vectors(vectors: np.ndarray, config_space) -> np.ndarray:
-    hps = list(config_space.get_hyperparameters())
-    columns = np.array([config_space.get_idx_by_hyperparameter_name(hp.name) for hp in hps], dtype=np.intp)
-    out = vectors[:, columns]
-    for j, hp in enumerate(hps):
-        if isinstance(hp, CategoricalHyperparameter):
-            k = len(hp.choices)
-        elif isinstance(hp, OrdinalHyperparameter):
-            k = len(hp.sequence)
-        elif isinstance(hp, Constant):
-            k = 1
-        else:
-            continue
-        col = out[:, j]
-        out[:, j] = np.where(np.isnan(col), np.nan, col / (k - 1) if k > 1 else 0.0)
-    out = np.clip(out, 0.0, 1.0)  # normal / beta hyperparameters may leave [0, 1]
-    return np.where(np.isnan(out), -1.0, out)
+    """``(count, dims)`` float64 in the core's convention: values in [0, 1], inactive -1
+    (:class:`optdiv.cash.encoding.ConfigEncoder`, columns in the space's order)."""
+    encoder = ConfigEncoder(config_space)
+    return encoder.encode_vectors(encoder.vectors(list(configs)))
 
 
 def _keys(vectors: np.ndarray) -> List[bytes]:
@@ -303,16 +270,16 @@ class OptDivAdvisor(Advisor):
         rows, preds = self.stored_predictions(history)
         if len(rows) < 2:
             return candidates  # no pair of models yet: diversity is undefined, EI order stands
-        space = self.config_space
-        cand_vectors = _vectors(candidates, space)
-        seen = set(_keys(_vectors(history.configurations, space)))
+        encoder = ConfigEncoder(self.config_space)
+        cand_vectors = encoder.vectors(candidates)
+        seen = set(_keys(encoder.vectors(history.configurations)))
         keep = [i for i, key in enumerate(_keys(cand_vectors)) if key not in seen]
         if not keep:
             return candidates
         fresh = [candidates[i] for i in keep]
         ei = np.asarray(self.acquisition_function(fresh), dtype=np.float64).reshape(-1)
-        obs_x = encode_configurations([history.observations[i].config for i in rows], space)
-        cand_x = _encode_vectors(cand_vectors[keep], space)
+        obs_x = encoder.encode_vectors(encoder.vectors([history.observations[i].config for i in rows]))
+        cand_x = encoder.encode_vectors(cand_vectors[keep])
         t = len(history)
         choice = self.selector.select(cand_x, ei, obs_x, preds, self.y_val, t=t)
         order = np.argsort(choice.scores, kind="stable")
