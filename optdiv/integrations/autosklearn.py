@@ -45,6 +45,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from optdiv.core.metric_vocabulary import resolve_host
 from optdiv.core.selector import METHODS, DiversityAwareSelector
 
 logger = logging.getLogger(__name__)
@@ -59,36 +60,13 @@ __all__ = [
     "OptDivAutoSklearnRegressor",
 ]
 
-#: auto-sklearn metric name -> the selector's metric (which sets the pool loss and the diversity kind).
-#: Classification metrics not listed (balanced_accuracy, f1, roc_auc, precision, recall, ...) use 0/1 error.
-METRIC_MAP = {
-    "accuracy": "error",
-    "log_loss": "log_loss",
-    "r2": "mse",
-    "mean_squared_error": "mse",
-    "root_mean_squared_error": "mse",
-    "mean_squared_log_error": "mse",
-    "mean_absolute_error": "mae",
-    "median_absolute_error": "mae",
-}
-REGRESSION_SELECTOR_METRICS = ("mse", "rmse", "mae")
 
-
-def selector_metric(autosklearn_metric: str, classification: bool) -> str:
-    """The selector metric for an auto-sklearn metric name (see :data:`METRIC_MAP`)."""
-    name = str(autosklearn_metric).lower()
-    mapped = METRIC_MAP.get(name)
-    if classification:
-        if mapped in REGRESSION_SELECTOR_METRICS:
-            raise ValueError(f"auto-sklearn metric {autosklearn_metric!r} is a regression metric, "
-                             f"but the task is classification")
-        return mapped or "error"
-    if mapped not in REGRESSION_SELECTOR_METRICS:
-        raise ValueError(
-            f"no optdiv diversity for the regression metric {autosklearn_metric!r}; pass "
-            f"optdiv_smac(metric='mse' or 'mae') to choose the loss the pool and diversity use"
-        )
-    return mapped
+def selector_metric(autosklearn_metric: Optional[str], classification: bool) -> str:
+    """The selector's loss for an auto-sklearn metric name: the metric vocabulary's host reading
+    (:func:`~optdiv.core.metric_vocabulary.resolve_host`), so a classification metric optdiv cannot compute
+    per example (balanced_accuracy, f1, roc_auc, ...) uses 0/1 error's pool and black-box diversity."""
+    name = None if autosklearn_metric is None else str(autosklearn_metric)
+    return resolve_host(name, "classification" if classification else "regression").name
 
 
 # --------------------------------------------------------------------------- #
@@ -315,7 +293,7 @@ class OptDivSMAC:
     """auto-sklearn ``get_smac_object_callback`` that builds SMAC like auto-sklearn, with the optdiv maximiser.
 
     ``method``: ``"optdivbo"`` or ``"divbo"``. ``metric``: the selector's metric (``error``, ``log_loss``,
-    ``brier``, ``mse``, ``mae``, ...); default: mapped from auto-sklearn's metric (:data:`METRIC_MAP`).
+    ``brier``, ``mse``, ``mae``, ...); default: mapped from auto-sklearn's metric (:func:`selector_metric`).
     ``ensemble_size``: size of the temporary pool (ensemble selection rounds). ``seed``: the selector's
     seed; default: auto-sklearn's seed. ``strict``: raise instead of falling back to SMAC's EI order
     when the re-ranking fails (tests use it). ``selector_kwargs``: further
@@ -362,10 +340,8 @@ class OptDivSMAC:
         metrics = ta_kwargs.get("metrics") or []
         if self.metric is not None:
             metric = self.metric
-        elif metrics:
-            metric = selector_metric(metrics[0].name, classification)
-        else:
-            metric = "error" if classification else "mse"
+        else:  # no metric given: the vocabulary's fallback, 0/1 error or MSE
+            metric = selector_metric(metrics[0].name if metrics else None, classification)
         self.report.metric = metric
         selector = DiversityAwareSelector(method=self.method, metric=metric, ensemble_size=self.ensemble_size,
                                           seed=int(seed) if self.seed is None else int(self.seed),

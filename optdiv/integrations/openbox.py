@@ -56,7 +56,8 @@ from openbox.utils.constants import FAILED, SUCCESS
 from optdiv.cash.encoding import ConfigEncoder
 from optdiv.core.ensemble import ensemble_predict
 from optdiv.core.metrics import mean_loss
-from optdiv.core.selector import METHODS, REGRESSION_METRICS, DiversityAwareSelector, pool_loss
+from optdiv.core.metric_vocabulary import resolve_host, task_of
+from optdiv.core.selector import METHODS, DiversityAwareSelector, pool_loss
 
 logger = logging.getLogger(__name__)
 
@@ -103,13 +104,13 @@ def _method_of(method) -> Optional[str]:
 
 
 def _task_of(task: Optional[str], metric: str) -> str:
-    implied = "regression" if metric.lower() in REGRESSION_METRICS else "classification"
+    """``task``, checked against the metric; by default the task the metric vocabulary gives the name
+    (classification for a name it does not know, a black-box metric like AUC)."""
     if task is None:
-        return implied
+        return task_of(metric) or "classification"
     if task not in TASKS:
         raise ValueError(f"task must be one of {', '.join(TASKS)}; got {task!r}")
-    if task != implied:
-        raise ValueError(f"metric {metric!r} does not fit a {task} task")
+    resolve_host(metric, task)  # raises for a metric of the other task
     return task
 
 
@@ -134,9 +135,11 @@ class OptDivAdvisor(Advisor):
 
     ``y_val``: validation targets (class indices 0..k-1, or values), the rows the objective's
     ``extra_info["val_pred"]`` predictions are for: ``(rows, classes)`` probabilities for
-    classification, ``(rows,)`` values for regression. ``metric``: the task metric (``error``,
-    ``log_loss``, ``brier`` or any classification metric; ``mse``, ``rmse``, ``mae``); it sets the
-    diversity kind and the pool's loss. ``task`` is checked against the metric (default: implied by it).
+    classification, ``(rows,)`` values for regression. ``metric``: the task metric, a name of the metric
+    vocabulary (``error``, ``log_loss``, ``brier``, ``f1``, ...; ``mse``, ``rmse``, ``r2``, ``mae``,
+    ``median_absolute_error``, ...) or any other name, a black-box metric of the task; it sets the
+    diversity kind and the pool's loss (:func:`optdiv.core.metric_vocabulary.resolve_host`). ``task`` is
+    checked against the metric (default: implied by it, classification for a name the vocabulary lacks).
     ``method``: ``"optdivbo"``, ``"divbo"`` or ``None`` (off: plain OpenBox). ``selector_options`` go to
     :class:`DiversityAwareSelector` (``kind``, ``ensemble_size``, ``tau``, ``beta``, ``kappa``, ...);
     ``selector_seed`` defaults to ``random_state`` (0 when that is not an int). Every other keyword is
@@ -169,7 +172,6 @@ class OptDivAdvisor(Advisor):
                                  f"predictions are measured against")
             if advisor_kwargs.get("num_objectives", 1) != 1 or advisor_kwargs.get("num_constraints", 0) != 0:
                 raise ValueError("the diversity option supports one objective and no constraints")
-            pool_loss(self.metric, self.task == "classification")  # rejects a metric that fits no pool
         if selector_seed is None:
             state = advisor_kwargs.get("random_state")
             selector_seed = int(state) if isinstance(state, (int, np.integer)) and state >= 0 else 0
@@ -177,7 +179,8 @@ class OptDivAdvisor(Advisor):
         self.selector: Optional[DiversityAwareSelector] = None
         if self.method is not None:
             self.selector = DiversityAwareSelector(
-                method=self.method, metric=self.metric, seed=int(selector_seed), **self.selector_options
+                method=self.method, metric=resolve_host(self.metric, self.task).name, seed=int(selector_seed),
+                **self.selector_options,
             )
         self._predictions: List[np.ndarray] = []
         self._n_classes: Optional[int] = None
