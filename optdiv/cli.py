@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--data", required=True, help="file.csv, sklearn:NAME or openml:ID")
     run.add_argument("--target", help="target column of a CSV (default: 'target', else the last column)")
     run.add_argument("--task", default="auto", choices=["auto", "classification", "regression"])
-    run.add_argument("--metric", help="error (default), log_loss, brier | mse (default), mae")
+    run.add_argument("--metric", help="error (default), log_loss, brier | mse (default), mae; or another name of "
+                                       "one of them (accuracy, cross_entropy, rmse, r2, ...)")
     run.add_argument("--method", default="optdivbo", help="optdivbo, divbo, bo-es, rb-es, ... (`optdiv methods` lists all)")
     run.add_argument("--space", default="autosklearn", help="autosklearn or autogluon")
     run.add_argument("--budget", type=int, default=50, help="number of evaluations")

@@ -47,9 +47,7 @@ def algorithm_codes(space, encoded: np.ndarray) -> np.ndarray:
     algorithms = list(space.algorithms)
     if space.algorithm_key is None or len(algorithms) == 1:
         return np.full(len(encoded), algorithms[0], dtype=object)
-    column = [name for name, _, _ in space._columns].index(space.algorithm_key)
-    index = np.rint(encoded[:, column] * (len(algorithms) - 1)).astype(np.intp)
-    return np.asarray(algorithms, dtype=object)[index]
+    return np.asarray(algorithms, dtype=object)[space.encoder.choice_indices(encoded, space.algorithm_key)]
 
 
 class SpaceCandidates:

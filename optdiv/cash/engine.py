@@ -40,20 +40,14 @@ from optdiv.cash.portfolio import resolve_portfolio
 from optdiv.cash.run_config import RunConfig
 from optdiv.cash.spaces import SearchSpace, get_space
 from optdiv.cash.store import MODELS_DIR, RunStore, RunStoreError
+from optdiv.core.metric_vocabulary import resolve
 from optdiv.core.metrics import mean_loss
-
-CLASSIFICATION_METRICS = {"error": "error", "accuracy": "error", "log_loss": "log_loss", "brier": "brier"}
-REGRESSION_METRICS = {"mse": "mse", "mae": "mae"}
 
 
 def resolve_metric(metric: Optional[str], task: str) -> str:
-    """The loss a metric name stands for; defaults are error (classification) and mse (regression)."""
-    table = CLASSIFICATION_METRICS if task == "classification" else REGRESSION_METRICS
-    if metric is None:
-        return "error" if task == "classification" else "mse"
-    if metric not in table:
-        raise ValueError(f"unknown {task} metric {metric!r}; choose one of {', '.join(table)}")
-    return table[metric]
+    """The loss a metric name stands for (the metric vocabulary's :func:`~optdiv.core.metric_vocabulary.resolve`);
+    defaults are error (classification) and mse (regression)."""
+    return resolve(metric, task).name
 
 
 @dataclass

@@ -31,9 +31,10 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 
 from optdiv.cash.fitting import MAX_ERROR_CHARS, error_text, fit_predict, n_folds
-from optdiv.cash.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of, normalize_metric
+from optdiv.cash.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
 from optdiv.cash.worker import START_TIMEOUT, Worker, describe_exit, shutdown
-from optdiv.core.metrics import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, mean_loss
+from optdiv.core.metric_vocabulary import resolve
+from optdiv.core.metrics import mean_loss
 
 
 class Evaluator:
@@ -44,8 +45,9 @@ class Evaluator:
     ``partial_loss``.
 
     ``build(config, seed)`` returns an unfitted scikit-learn estimator; it must be a top-level function
-    of an importable module. ``metric`` is ``error`` (alias ``accuracy``), ``log_loss`` or ``brier`` for
-    classification and ``mse`` or ``mae`` for regression. ``n_classes`` defaults to one more than the
+    of an importable module. ``metric`` is ``error``, ``log_loss`` or ``brier`` for classification and
+    ``mse`` or ``mae`` for regression, or an alias of one (:func:`optdiv.core.metric_vocabulary.resolve`;
+    ``metric`` then holds the loss's own name). ``n_classes`` defaults to one more than the
     largest class index in the splits. ``memory_limit_mb`` caps the worker's address space
     (``RLIMIT_AS``, Linux/macOS only; it also counts the data and thread stacks, so leave headroom).
     ``pipelines_dir``: a folder where each successful holdout fit is saved (:meth:`saved_path` says where),
@@ -72,10 +74,7 @@ class Evaluator:
     ):
         if task not in ("classification", "regression"):
             raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}")
-        self.metric = normalize_metric(metric)
-        allowed = CLASSIFICATION_LOSSES if task == "classification" else REGRESSION_LOSSES
-        if self.metric not in allowed:
-            raise ValueError(f"metric {metric!r} does not fit a {task} task; choose one of {', '.join(allowed)}")
+        self.metric = resolve(metric, task).name
         if not (time_limit > 0):
             raise ValueError(f"time_limit must be positive; got {time_limit}")
         if task == "classification" and n_classes is None:

@@ -16,6 +16,7 @@ import numpy as np
 from optdiv.core.agnostic_baselines import amin_weights, tuned_agnostic_bayes, tuned_smin
 from optdiv.core.agnostic_bayes import SAMPLERS
 from optdiv.core.ensemble import agnostic_bayes_weights, bagged_ensemble_selection, ensemble_selection
+from optdiv.core.metric_vocabulary import auto_selection
 from optdiv.core.metrics import per_example_loss
 
 #: caruana: ensemble selection; agnostic_bayes: posterior of being best (Lacoste et al., ICML 2014); amin: the lowest
@@ -129,7 +130,7 @@ def resolve_selection(task: str, metric: str, ensemble_loss=AUTO, ensemble_bags=
     one of two libraries, level on the other). Explicit values pass through.
     """
     if isinstance(ensemble_loss, str) and ensemble_loss == AUTO:
-        ensemble_loss = "log_loss" if task == "classification" and metric == "error" else None
+        ensemble_loss = auto_selection(metric)
     if isinstance(ensemble_bags, str):
         if ensemble_bags != AUTO:
             raise ValueError(f"ensemble_bags must be a number or {AUTO!r}, not {ensemble_bags!r}")

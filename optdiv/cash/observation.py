@@ -1,19 +1,18 @@
 """The record of one evaluated configuration, its statuses and the loss a failure is recorded with.
 
 Every search, store, replay library and host adapter exchanges :class:`Observation` objects, so this module
-depends on nothing but numpy and the core's loss table.
+depends on nothing but numpy and the core's metric vocabulary.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 import numpy as np
 
-from optdiv.core._arrays import PROB_CLIP
-from optdiv.core.metrics import check_loss
+# the loss recorded for a failed or timed-out evaluation: by loss name, or for any name of a loss
+from optdiv.core.metric_vocabulary import WORST_LOSS, worst_loss  # noqa: F401
 
 #: Status of an evaluation cut by the caller's ``time_limit`` (the run's deadline), not by its own limit: never
 #: stored, since it says nothing about the configuration.
@@ -21,27 +20,6 @@ DEADLINE = "deadline"
 
 #: ``infeasible`` is set by the engine, not here: an ok run that violates a constraint (optdiv.cash.constraints).
 STATUSES = ("ok", "failed", "timeout", "infeasible", DEADLINE)
-
-#: Loss recorded for failed / timed-out evaluations (finite, so run logs stay valid JSON).
-WORST_LOSS = {
-    "error": 1.0,
-    "brier": 2.0,
-    "log_loss": float(-math.log(PROB_CLIP)),
-    "mse": 1e30,
-    "mae": 1e30,
-}
-
-#: Metric aliases accepted by :class:`Evaluator`.
-METRIC_ALIASES = {"accuracy": "error", "acc": "error", "logloss": "log_loss", "cross_entropy": "log_loss"}
-
-
-def worst_loss(metric: str) -> float:
-    """The loss recorded for a failed evaluation under ``metric`` (see the module docstring)."""
-    return WORST_LOSS[normalize_metric(metric)]
-
-
-def normalize_metric(metric: str) -> str:
-    return check_loss(METRIC_ALIASES.get(metric, metric))
 
 
 @dataclass

@@ -21,6 +21,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ._arrays import PROB_CLIP, as_predictions, as_targets, one_hot, true_class_probability
+from .metric_vocabulary import diversity_kind
 
 REGRESSION_KINDS = ("divbo", "mse", "mae")
 CLASSIFICATION_KINDS = ("divbo", "brier", "ce", "zero_one", "zero_one_paper")
@@ -49,10 +50,9 @@ def higher_is_more_diverse(kind: str) -> bool:
 
 def kind_for_metric(metric: str, paper: bool = False) -> str:
     """The OptDiv kind that bounds a task metric: its own kind where derived, else the black-box mix
-    (``paper=True``: the mix with the papers' 1e-15 clip instead of :data:`ZERO_ONE_CE_FLOOR`)."""
-    metric = metric.lower()
-    aliases = {"mse": "mse", "rmse": "mse", "mae": "mae", "brier": "brier", "log_loss": "ce", "ce": "ce"}
-    return aliases.get(metric, "zero_one_paper" if paper else "zero_one")
+    (``paper=True``: the mix with the papers' 1e-15 clip instead of :data:`ZERO_ONE_CE_FLOOR`).
+    The names are the metric vocabulary's (:func:`optdiv.core.metric_vocabulary.diversity_kind`)."""
+    return diversity_kind(metric, paper)
 
 
 def pairwise_diversity(preds, y, kind: str, ensemble_size: int = 25) -> np.ndarray:

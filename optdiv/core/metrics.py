@@ -11,10 +11,7 @@ from typing import Callable, Union
 import numpy as np
 
 from ._arrays import PROB_CLIP
-
-CLASSIFICATION_LOSSES = ("error", "log_loss", "brier")
-REGRESSION_LOSSES = ("mse", "mae")
-LOSSES = CLASSIFICATION_LOSSES + REGRESSION_LOSSES
+from .metric_vocabulary import CLASSIFICATION_LOSSES, LOSSES, REGRESSION_LOSSES  # noqa: F401 (the names' home)
 
 LossSpec = Union[str, Callable[[np.ndarray, np.ndarray], float]]
 

@@ -38,23 +38,11 @@ from .diversity import (
     kind_for_metric,
     pairwise_diversity,
 )
+from .metric_vocabulary import resolve_host, task_of
 from .pool import BUILDERS, Pool, build_pool
 from .surrogates import DiversitySurrogate
 
 METHODS = ("optdivbo", "divbo")
-
-#: Ensemble-selection loss of the pool for each task metric. Any other classification metric (AUC,
-#: balanced accuracy, F1, ...) builds its pool on 0/1 error, the loss the papers' pools use.
-POOL_LOSS = {
-    "error": "error",
-    "log_loss": "log_loss",
-    "ce": "log_loss",
-    "brier": "brier",
-    "mse": "mse",
-    "rmse": "mse",
-    "mae": "mae",
-}
-REGRESSION_METRICS = ("mse", "rmse", "mae")
 
 
 class Selection(NamedTuple):
@@ -69,18 +57,9 @@ class Selection(NamedTuple):
 
 
 def pool_loss(metric: str, classification: bool) -> str:
-    """The loss the pool's ensemble selection minimises for ``metric``."""
-    metric = metric.lower()
-    if classification:
-        if metric in REGRESSION_METRICS:
-            raise ValueError(f"metric {metric!r} is a regression metric but the predictions are class probabilities")
-        return POOL_LOSS.get(metric, "error")
-    if metric not in REGRESSION_METRICS:
-        raise ValueError(
-            f"metric {metric!r} is not a regression metric for (models, rows) predictions; "
-            f"use one of {', '.join(REGRESSION_METRICS)}"
-        )
-    return POOL_LOSS[metric]
+    """The loss the pool's ensemble selection minimises for ``metric``: the metric vocabulary's host reading
+    (a classification metric it does not know builds its pool on 0/1 error, the loss the papers' pools use)."""
+    return resolve_host(metric, "classification" if classification else "regression").name
 
 
 class DiversityAwareSelector:
@@ -90,8 +69,9 @@ class DiversityAwareSelector:
     ``"divbo"`` (mean over ``n_samples`` draws of the minimum over the pool, w = beta(sigmoid(tau t) - 0.5)).
     ``kind``: the pairwise diversity (optdiv.core.diversity); defaults to ``"divbo"`` for DivBO and to
     the metric's own bound for OptDivBO. Any kind works with either method; the kind's direction decides
-    the details (see optdiv.core.acquisition). ``metric``: the task metric, which also sets the pool's
-    loss (see ``POOL_LOSS``; a regression metric must be mse, rmse or mae). ``n_members`` and
+    the details (see optdiv.core.acquisition). ``metric``: the task metric, any name of the metric
+    vocabulary (optdiv.core.metric_vocabulary), which sets the pool's loss (:func:`pool_loss`) and the
+    default kind; a name it does not know is taken as a black-box classification metric. ``n_members`` and
     ``max_pairs`` configure the DiversitySurrogate, and ``diversity_target`` its target (``"raw"``, the
     papers' form, or ``"rank"``; see DiversitySurrogate). ``seed`` (non-negative) fixes the pool's
     tie-breaks, the surrogate and DivBO's draws.
@@ -194,7 +174,10 @@ class DiversityAwareSelector:
         allowed = CLASSIFICATION_KINDS if classification else REGRESSION_KINDS
         if self.kind not in allowed:
             task = "classification" if classification else "regression"
-            raise ValueError(f"diversity kind {self.kind!r} does not apply to {task}; use one of {allowed}")
+            hint = "" if task_of(self.metric) is not None else (
+                f" (metric {self.metric!r} is not a name optdiv knows, so its default kind is the black-box "
+                f"classification mix; name the loss, e.g. 'mse', or pass kind)")
+            raise ValueError(f"diversity kind {self.kind!r} does not apply to {task}; use one of {allowed}{hint}")
 
         pool = build_pool(preds, y, loss, size=self.ensemble_size, builder=self.pool_builder, seed=self.seed)
         diversity_in, diversity, surrogate = diversity, None, None

@@ -37,7 +37,8 @@ from optdiv.cash.final_ensemble import choose_members
 from optdiv.cash.optimizers import Optimizer
 from optdiv.cash.spaces._assembly import selected
 from optdiv.cash.spaces.autogluon_space import OPTIONAL, autogluon_space
-from optdiv.core.selector import DiversityAwareSelector, pool_loss
+from optdiv.core.metric_vocabulary import resolve_host, task_of
+from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 
 logger = logging.getLogger(__name__)
@@ -157,17 +158,26 @@ def to_hyperparameters(config: Dict[str, Any], task: str) -> tuple:
 
 
 def _task_of(predictor) -> str:
-    return "regression" if predictor.problem_type in ("regression", "quantile") else "classification"
+    return _task_of_problem(predictor.problem_type)
+
+
+def _task_of_problem(problem_type: str) -> str:
+    return "regression" if problem_type in ("regression", "quantile") else "classification"
 
 
 def optdiv_metric(predictor) -> str:
     """The optdiv metric for the predictor's eval_metric: it picks the pool loss and diversity kind."""
-    name = str(getattr(predictor.eval_metric, "name", predictor.eval_metric)).lower()
-    if _task_of(predictor) == "classification":
-        return "log_loss" if name == "log_loss" else ("brier" if "brier" in name else "error")
-    if name in ("mean_absolute_error", "mae", "median_absolute_error"):
-        return "mae"
-    return "mse"
+    return _loss_for(predictor.eval_metric, _task_of(predictor))
+
+
+def _loss_for(eval_metric, task: Optional[str]) -> str:
+    """The loss whose pool and diversity serve AutoGluon's ``eval_metric`` (a Scorer, a name or None) in
+    ``task`` (None: the metric's own task): the metric vocabulary's host reading, so AUC, F1, MAPE, ...
+    and custom scorers share one rule with the other adapters (optdiv.core.metric_vocabulary)."""
+    name = str(getattr(eval_metric, "name", eval_metric or "")) or None
+    if task is None:
+        task = (task_of(name) if name else None) or "classification"
+    return resolve_host(name, task).name
 
 
 def validation_targets(predictor) -> np.ndarray:
@@ -432,7 +442,7 @@ def _task_before_fit(predictor, train_data) -> str:
     """Task from the predictor's problem_type if set, else from the label column as AutoGluon would."""
     problem_type = predictor.problem_type
     if problem_type:
-        return "regression" if problem_type in ("regression", "quantile") else "classification"
+        return _task_of_problem(problem_type)
     import pandas as pd
 
     if isinstance(train_data, str):
@@ -443,15 +453,12 @@ def _task_before_fit(predictor, train_data) -> str:
     from autogluon.core.utils.utils import infer_problem_type
 
     inferred = infer_problem_type(train_data[predictor.label], silent=True)
-    return "regression" if inferred in ("regression", "quantile") else "classification"
+    return _task_of_problem(inferred)
 
 
 def _metric_before_fit(predictor, task: str) -> str:
     metric = getattr(predictor, "_learner", None) and getattr(predictor._learner, "eval_metric", None)
-    name = str(getattr(metric, "name", metric or "")).lower()
-    if task == "classification":
-        return "log_loss" if name == "log_loss" else "error"
-    return "mae" if name in ("mean_absolute_error", "mae") else "mse"
+    return _loss_for(metric, task)
 
 
 def _is_trial_model(name: str, index: int) -> bool:
@@ -484,7 +491,7 @@ def _final_ensemble(predictor, ensemble, history, trials, y_val, size, seed, dea
             warnings.warn("every suggested model failed; the predictor has no model", RuntimeWarning, stacklevel=3)
         return [], np.zeros(0)
     if ensemble == "optdiv":
-        loss = pool_loss(optdiv_metric(predictor), _task_of(predictor) == "classification")
+        loss = optdiv_metric(predictor)
         idx, weights = choose_members(history, y_val, loss, size=size, seed=seed)
         return [trials[i].model for i in idx], np.asarray(weights, dtype=np.float64)
     left = None if deadline is None else max(1.0, deadline - time.monotonic())
@@ -587,10 +594,8 @@ class _SearcherMixin:
 
     def _metric(self) -> str:
         problem_type, metric = (self._trial_paths or (None,) * 5)[3:5]
-        name = str(getattr(metric, "name", metric or "")).lower()
-        if problem_type in ("regression", "quantile"):
-            return "mae" if name in ("mean_absolute_error", "mae") else "mse"
-        return "log_loss" if name == "log_loss" else "error"
+        task = None if problem_type is None else _task_of_problem(problem_type)
+        return _loss_for(metric, task)
 
     def _trial_predictions(self, trial) -> Optional[np.ndarray]:
         """The finished trial model's predictions on AutoGluon's validation rows, or None."""

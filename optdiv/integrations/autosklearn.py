@@ -41,10 +41,11 @@ import inspect
 import logging
 import os
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from optdiv.core.metric_vocabulary import resolve_host
 from optdiv.core.selector import METHODS, DiversityAwareSelector
 
 logger = logging.getLogger(__name__)
@@ -59,36 +60,13 @@ __all__ = [
     "OptDivAutoSklearnRegressor",
 ]
 
-#: auto-sklearn metric name -> the selector's metric (which sets the pool loss and the diversity kind).
-#: Classification metrics not listed (balanced_accuracy, f1, roc_auc, precision, recall, ...) use 0/1 error.
-METRIC_MAP = {
-    "accuracy": "error",
-    "log_loss": "log_loss",
-    "r2": "mse",
-    "mean_squared_error": "mse",
-    "root_mean_squared_error": "mse",
-    "mean_squared_log_error": "mse",
-    "mean_absolute_error": "mae",
-    "median_absolute_error": "mae",
-}
-REGRESSION_SELECTOR_METRICS = ("mse", "rmse", "mae")
 
-
-def selector_metric(autosklearn_metric: str, classification: bool) -> str:
-    """The selector metric for an auto-sklearn metric name (see :data:`METRIC_MAP`)."""
-    name = str(autosklearn_metric).lower()
-    mapped = METRIC_MAP.get(name)
-    if classification:
-        if mapped in REGRESSION_SELECTOR_METRICS:
-            raise ValueError(f"auto-sklearn metric {autosklearn_metric!r} is a regression metric, "
-                             f"but the task is classification")
-        return mapped or "error"
-    if mapped not in REGRESSION_SELECTOR_METRICS:
-        raise ValueError(
-            f"no optdiv diversity for the regression metric {autosklearn_metric!r}; pass "
-            f"optdiv_smac(metric='mse' or 'mae') to choose the loss the pool and diversity use"
-        )
-    return mapped
+def selector_metric(autosklearn_metric: Optional[str], classification: bool) -> str:
+    """The selector's loss for an auto-sklearn metric name: the metric vocabulary's host reading
+    (:func:`~optdiv.core.metric_vocabulary.resolve_host`), so a classification metric optdiv cannot compute
+    per example (balanced_accuracy, f1, roc_auc, ...) uses 0/1 error's pool and black-box diversity."""
+    name = None if autosklearn_metric is None else str(autosklearn_metric)
+    return resolve_host(name, "classification" if classification else "regression").name
 
 
 # --------------------------------------------------------------------------- #
@@ -141,41 +119,14 @@ class OptDivReport:
 
 
 # --------------------------------------------------------------------------- #
-# Encoding and run predictions (host types stay here; the core sees arrays)
+# Run predictions (host types stay here; the core sees arrays)
 # --------------------------------------------------------------------------- #
-
-
-class _Encoder:
-    """ConfigSpace vectors -> the core's convention: values in [0, 1], a categorical with k choices as
-    index / (k - 1), constants 0, inactive -1."""
-
-    def __init__(self, config_space):
-        from optdiv.cash import cs_compat
-
-        hps = cs_compat.hyperparameters(config_space)
-        divisor, constant = [], []
-        for hp in hps:
-            try:
-                k = len(cs_compat.choices_of(hp))
-            except TypeError:  # numerical: ConfigSpace's vector value is already in [0, 1]
-                k = 0
-            divisor.append(float(k - 1) if k > 1 else 1.0)
-            constant.append(k == 1)
-        self.divisor = np.asarray(divisor)
-        self.constant = np.asarray(constant, dtype=bool)
-
-    def __call__(self, configs: Sequence) -> np.ndarray:
-        vectors = np.array([c.get_array() for c in configs], dtype=np.float64).reshape(len(configs), -1)
-        x = vectors / self.divisor
-        x[:, self.constant] = np.where(np.isnan(x[:, self.constant]), np.nan, 0.0)
-        x = np.clip(x, 0.0, 1.0)
-        return np.where(np.isnan(x), -1.0, x)
 
 
 class _RunPredictions:
     """Validation predictions of every successful run, read once from auto-sklearn's run folders."""
 
-    def __init__(self, backend, autosklearn_seed: int, encoder: _Encoder, report: OptDivReport):
+    def __init__(self, backend, autosklearn_seed: int, encoder, report: OptDivReport):
         self.backend, self.seed, self.encoder, self.report = backend, int(autosklearn_seed), encoder, report
         self._done: set = set()
         self.num_runs: List[int] = []
@@ -219,7 +170,7 @@ class _RunPredictions:
                 self.report.runs_skipped += 1
                 continue
             self.num_runs.append(int(num_run))
-            self.X.append(self.encoder([runhistory.ids_config[key.config_id]])[0])
+            self.X.append(self.encoder.encode([runhistory.ids_config[key.config_id]])[0])
             self.preds.append(arr)
             self.report.runs_read += 1
 
@@ -252,6 +203,8 @@ def _maximizer_class() -> type:
         return _CLASSES["maximizer"]
     from smac.optimizer.ei_optimization import LocalAndSortedRandomSearch
 
+    from optdiv.cash.encoding import ConfigEncoder
+
     class OptDivLocalAndSortedRandomSearch(LocalAndSortedRandomSearch):
         """SMAC's default maximiser, whose candidate list is re-ordered by the diversity-aware selector.
 
@@ -268,7 +221,7 @@ def _maximizer_class() -> type:
             self.classification = bool(classification)
             self.report = report
             self.strict = bool(strict)
-            self.encoder = _Encoder(config_space)
+            self.encoder = ConfigEncoder(config_space)
             self.runs = _RunPredictions(backend, autosklearn_seed, self.encoder, report)
 
         def _maximize(self, runhistory, stats, num_points):
@@ -304,7 +257,7 @@ def _maximizer_class() -> type:
             acq = np.array([float(np.asarray(a).ravel()[0]) for a, _ in fresh], dtype=np.float64)
             finite = np.isfinite(acq)
             acq = np.where(finite, acq, acq[finite].min() if finite.any() else 0.0)
-            candidates = self.encoder([c for _, c in fresh])
+            candidates = self.encoder.encode([c for _, c in fresh])
             preds = np.stack(self.runs.preds)
             if self.classification and preds.ndim != 3:
                 raise ValueError(f"classification run predictions must be (rows, classes); got {preds.shape[1:]}")
@@ -340,7 +293,7 @@ class OptDivSMAC:
     """auto-sklearn ``get_smac_object_callback`` that builds SMAC like auto-sklearn, with the optdiv maximiser.
 
     ``method``: ``"optdivbo"`` or ``"divbo"``. ``metric``: the selector's metric (``error``, ``log_loss``,
-    ``brier``, ``mse``, ``mae``, ...); default: mapped from auto-sklearn's metric (:data:`METRIC_MAP`).
+    ``brier``, ``mse``, ``mae``, ...); default: mapped from auto-sklearn's metric (:func:`selector_metric`).
     ``ensemble_size``: size of the temporary pool (ensemble selection rounds). ``seed``: the selector's
     seed; default: auto-sklearn's seed. ``strict``: raise instead of falling back to SMAC's EI order
     when the re-ranking fails (tests use it). ``selector_kwargs``: further
@@ -387,10 +340,8 @@ class OptDivSMAC:
         metrics = ta_kwargs.get("metrics") or []
         if self.metric is not None:
             metric = self.metric
-        elif metrics:
-            metric = selector_metric(metrics[0].name, classification)
-        else:
-            metric = "error" if classification else "mse"
+        else:  # no metric given: the vocabulary's fallback, 0/1 error or MSE
+            metric = selector_metric(metrics[0].name if metrics else None, classification)
         self.report.metric = metric
         selector = DiversityAwareSelector(method=self.method, metric=metric, ensemble_size=self.ensemble_size,
                                           seed=int(seed) if self.seed is None else int(self.seed),

@@ -49,14 +49,15 @@ import time
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
-from ConfigSpace import CategoricalHyperparameter, Constant, OrdinalHyperparameter
 from openbox.core.generic_advisor import Advisor
 from openbox.optimizer.generic_smbo import SMBO
 from openbox.utils.constants import FAILED, SUCCESS
 
+from optdiv.cash.encoding import ConfigEncoder
 from optdiv.core.ensemble import ensemble_predict
 from optdiv.core.metrics import mean_loss
-from optdiv.core.selector import METHODS, REGRESSION_METRICS, DiversityAwareSelector, pool_loss
+from optdiv.core.metric_vocabulary import resolve_host, task_of
+from optdiv.core.selector import METHODS, DiversityAwareSelector, pool_loss
 
 logger = logging.getLogger(__name__)
 
@@ -82,43 +83,10 @@ SAVE_FORMAT = 1
 
 
 def encode_configurations(configs: Sequence, config_space) -> np.ndarray:
-    """``(count, dims)`` float64 in the core's convention: values in [0, 1], inactive -1.
-
-    ConfigSpace's vector form already scales numbers to [0, 1] (log scale where set) and marks
-    inactive values NaN; categoricals and ordinals hold an index, mapped here to index / (k - 1).
-    """
-    return _encode_vectors(_vectors(configs, config_space), config_space)
-
-
-def _vectors(configs: Sequence, config_space) -> np.ndarray:
-    """ConfigSpace vectors (space order, NaN = inactive) of ``configs``, one row each."""
-    width = len(config_space.get_hyperparameters())
-    if not configs:
-        return np.empty((0, width), dtype=np.float64)
-    vectors = np.array([np.asarray(c.get_array(), dtype=np.float64) for c in configs], dtype=np.float64)
-    if vectors.ndim != 2 or vectors.shape[1] != width:
-        raise ValueError(f"configurations do not belong to this space: {width} hyperparameters, "
-                         f"vectors of shape {vectors.shape}")
-    return vectors
-
-
-def _encode_vectors(vectors: np.ndarray, config_space) -> np.ndarray:
-    hps = list(config_space.get_hyperparameters())
-    columns = np.array([config_space.get_idx_by_hyperparameter_name(hp.name) for hp in hps], dtype=np.intp)
-    out = vectors[:, columns]
-    for j, hp in enumerate(hps):
-        if isinstance(hp, CategoricalHyperparameter):
-            k = len(hp.choices)
-        elif isinstance(hp, OrdinalHyperparameter):
-            k = len(hp.sequence)
-        elif isinstance(hp, Constant):
-            k = 1
-        else:
-            continue
-        col = out[:, j]
-        out[:, j] = np.where(np.isnan(col), np.nan, col / (k - 1) if k > 1 else 0.0)
-    out = np.clip(out, 0.0, 1.0)  # normal / beta hyperparameters may leave [0, 1]
-    return np.where(np.isnan(out), -1.0, out)
+    """``(count, dims)`` float64 in the core's convention: values in [0, 1], inactive -1
+    (:class:`optdiv.cash.encoding.ConfigEncoder`, columns in the space's order)."""
+    encoder = ConfigEncoder(config_space)
+    return encoder.encode_vectors(encoder.vectors(list(configs)))
 
 
 def _keys(vectors: np.ndarray) -> List[bytes]:
@@ -136,13 +104,13 @@ def _method_of(method) -> Optional[str]:
 
 
 def _task_of(task: Optional[str], metric: str) -> str:
-    implied = "regression" if metric.lower() in REGRESSION_METRICS else "classification"
+    """``task``, checked against the metric; by default the task the metric vocabulary gives the name
+    (classification for a name it does not know, a black-box metric like AUC)."""
     if task is None:
-        return implied
+        return task_of(metric) or "classification"
     if task not in TASKS:
         raise ValueError(f"task must be one of {', '.join(TASKS)}; got {task!r}")
-    if task != implied:
-        raise ValueError(f"metric {metric!r} does not fit a {task} task")
+    resolve_host(metric, task)  # raises for a metric of the other task
     return task
 
 
@@ -167,9 +135,11 @@ class OptDivAdvisor(Advisor):
 
     ``y_val``: validation targets (class indices 0..k-1, or values), the rows the objective's
     ``extra_info["val_pred"]`` predictions are for: ``(rows, classes)`` probabilities for
-    classification, ``(rows,)`` values for regression. ``metric``: the task metric (``error``,
-    ``log_loss``, ``brier`` or any classification metric; ``mse``, ``rmse``, ``mae``); it sets the
-    diversity kind and the pool's loss. ``task`` is checked against the metric (default: implied by it).
+    classification, ``(rows,)`` values for regression. ``metric``: the task metric, a name of the metric
+    vocabulary (``error``, ``log_loss``, ``brier``, ``f1``, ...; ``mse``, ``rmse``, ``r2``, ``mae``,
+    ``median_absolute_error``, ...) or any other name, a black-box metric of the task; it sets the
+    diversity kind and the pool's loss (:func:`optdiv.core.metric_vocabulary.resolve_host`). ``task`` is
+    checked against the metric (default: implied by it, classification for a name the vocabulary lacks).
     ``method``: ``"optdivbo"``, ``"divbo"`` or ``None`` (off: plain OpenBox). ``selector_options`` go to
     :class:`DiversityAwareSelector` (``kind``, ``ensemble_size``, ``tau``, ``beta``, ``kappa``, ...);
     ``selector_seed`` defaults to ``random_state`` (0 when that is not an int). Every other keyword is
@@ -202,7 +172,6 @@ class OptDivAdvisor(Advisor):
                                  f"predictions are measured against")
             if advisor_kwargs.get("num_objectives", 1) != 1 or advisor_kwargs.get("num_constraints", 0) != 0:
                 raise ValueError("the diversity option supports one objective and no constraints")
-            pool_loss(self.metric, self.task == "classification")  # rejects a metric that fits no pool
         if selector_seed is None:
             state = advisor_kwargs.get("random_state")
             selector_seed = int(state) if isinstance(state, (int, np.integer)) and state >= 0 else 0
@@ -210,7 +179,8 @@ class OptDivAdvisor(Advisor):
         self.selector: Optional[DiversityAwareSelector] = None
         if self.method is not None:
             self.selector = DiversityAwareSelector(
-                method=self.method, metric=self.metric, seed=int(selector_seed), **self.selector_options
+                method=self.method, metric=resolve_host(self.metric, self.task).name, seed=int(selector_seed),
+                **self.selector_options,
             )
         self._predictions: List[np.ndarray] = []
         self._n_classes: Optional[int] = None
@@ -303,16 +273,16 @@ class OptDivAdvisor(Advisor):
         rows, preds = self.stored_predictions(history)
         if len(rows) < 2:
             return candidates  # no pair of models yet: diversity is undefined, EI order stands
-        space = self.config_space
-        cand_vectors = _vectors(candidates, space)
-        seen = set(_keys(_vectors(history.configurations, space)))
+        encoder = ConfigEncoder(self.config_space)
+        cand_vectors = encoder.vectors(candidates)
+        seen = set(_keys(encoder.vectors(history.configurations)))
         keep = [i for i, key in enumerate(_keys(cand_vectors)) if key not in seen]
         if not keep:
             return candidates
         fresh = [candidates[i] for i in keep]
         ei = np.asarray(self.acquisition_function(fresh), dtype=np.float64).reshape(-1)
-        obs_x = encode_configurations([history.observations[i].config for i in rows], space)
-        cand_x = _encode_vectors(cand_vectors[keep], space)
+        obs_x = encoder.encode_vectors(encoder.vectors([history.observations[i].config for i in rows]))
+        cand_x = encoder.encode_vectors(cand_vectors[keep])
         t = len(history)
         choice = self.selector.select(cand_x, ei, obs_x, preds, self.y_val, t=t)
         order = np.argsort(choice.scores, kind="stable")

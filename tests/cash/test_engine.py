@@ -159,7 +159,8 @@ def test_stacking_model_is_saved_with_its_meta_model(tmp_path):
     [
         (lambda: parse_method("smac"), "unknown method 'smac'"),
         (lambda: resolve_metric("auc", "classification"), "unknown classification metric 'auc'"),
-        (lambda: resolve_metric("error", "regression"), "unknown regression metric 'error'"),
+        (lambda: resolve_metric("error", "regression"), "metric 'error' does not fit a regression task"),
+        (lambda: resolve_metric("median_absolute_error", "regression"), "cannot compute the regression metric"),
     ],
 )
 def test_bad_names(call, match):
@@ -248,7 +249,7 @@ def test_final_selection_on_another_loss_and_bagged(cls_splits):
     assert [o.config for o in plain.history] == [o.config for o in bagged.history]  # the search is the same
     assert bagged.weights.sum() == pytest.approx(1.0)
     assert bagged.info["metric"] == "error"  # the run's metric is still what is reported
-    with pytest.raises(ValueError, match="unknown classification metric"):
+    with pytest.raises(ValueError, match="does not fit a classification task"):
         search(cls_splits, "classification", ensemble_loss="mse", **kwargs)
     with pytest.raises(ValueError, match="ensemble_bags"):
         search(cls_splits, "classification", ensemble_bags=-1, **kwargs)

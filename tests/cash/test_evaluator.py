@@ -186,7 +186,7 @@ def test_in_process_records_failures_without_raising(cancer):
 def test_constructor_checks(cancer):
     with pytest.raises(ValueError, match=r"metric 'mse' does not fit a classification task"):
         Evaluator(builders.logreg, cancer, "classification", "mse")
-    with pytest.raises(ValueError, match=r"unknown loss 'auc'"):
+    with pytest.raises(ValueError, match=r"unknown classification metric 'auc'; choose one of error"):
         Evaluator(builders.logreg, cancer, "classification", "auc")
     with pytest.raises(TypeError, match=r"picklable by reference"):
         Evaluator(lambda config, seed: None, cancer, "classification", "error")

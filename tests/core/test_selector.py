@@ -215,8 +215,17 @@ def test_default_kinds_and_pool_losses():
     assert pool_loss("mae", False) == "mae"
     with pytest.raises(ValueError, match="regression metric"):
         pool_loss("mse", True)
-    with pytest.raises(ValueError, match="not a regression metric"):
-        pool_loss("r2", False)
+    assert pool_loss("r2", False) == "mse" and pool_loss("median_absolute_error", False) == "mae"
+    assert pool_loss("pearsonr", False) == "mse"  # a host's black-box regression metric: the fallback
+    with pytest.raises(ValueError, match="does not fit a regression task"):
+        pool_loss("accuracy", False)
+
+
+def test_unknown_regression_metric_names_the_kind_it_needs():
+    X, P, y = np.random.default_rng(0).random((4, 2)), np.random.default_rng(1).random((4, 10)), np.zeros(10)
+    with pytest.raises(ValueError, match="not a name optdiv knows"):
+        DiversityAwareSelector(metric="my_score").fit(X, P.astype(np.float32), y)
+    assert DiversityAwareSelector(metric="my_score", kind="mse").fit(X, P.astype(np.float32), y).kind == "mse"
 
 
 def test_clear_errors():

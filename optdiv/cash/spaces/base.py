@@ -17,11 +17,12 @@ Configurations travel as plain dicts of the active hyperparameters (JSON friendl
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from optdiv.cash import cs_compat
+from optdiv.cash.encoding import ConfigEncoder
 
 TASKS = ("classification", "regression")
 
@@ -62,17 +63,9 @@ class SearchSpace:
             raise ValueError("algorithm_key %r is not a hyperparameter of the space" % algorithm_key)
         self.algorithm_key = algorithm_key
         self.hyperparameter_names: List[str] = sorted(names)
+        self.encoder = ConfigEncoder(configspace, self.hyperparameter_names)
         # (name, hyperparameter, number of choices or 0 for numerical) in encoding order
-        self._columns = []
-        for hp_name in self.hyperparameter_names:
-            hp = cs_compat.get_hyperparameter(configspace, hp_name)
-            if cs_compat.is_categorical(hp):
-                k = len(cs_compat.choices_of(hp))
-            elif type(hp).__name__ in ("Constant", "UnParametrizedHyperparameter"):
-                k = 1
-            else:
-                k = 0
-            self._columns.append((hp_name, hp, k))
+        self._columns = list(zip(self.encoder.names, self.encoder.hyperparameters, self.encoder.choices))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -147,27 +140,9 @@ class SearchSpace:
 
         Numerical hyperparameters use ConfigSpace's own [0, 1] vector value (log scale where the
         hyperparameter is log-scaled); a categorical with k choices is index / (k - 1); constants 0.
-        Accepts dicts or ``Configuration`` objects; values are not re-validated.
+        Accepts dicts or ``Configuration`` objects; values are not re-validated (optdiv.cash.encoding).
         """
-        if isinstance(configs, Mapping) or hasattr(configs, "get_array"):
-            configs = [configs]
-        if configs and all(hasattr(c, "get_array") for c in configs):
-            return self.encode_vectors(np.stack([cs_compat.config_to_array(c) for c in configs]))
-        out = np.full((len(configs), self.n_hyperparameters), -1.0, dtype=np.float64)
-        for row, config in enumerate(configs):
-            values = cs_compat.config_to_dict(config)
-            for col, (hp_name, hp, k) in enumerate(self._columns):
-                if hp_name not in values:
-                    continue
-                if k == 1:
-                    out[row, col] = 0.0
-                    continue
-                x = cs_compat.value_to_vector(hp, values[hp_name])
-                if k > 1:
-                    x = x / (k - 1)
-                # normal/beta hyperparameters of user spaces can leave [0, 1]: clip them in
-                out[row, col] = min(max(x, 0.0), 1.0)
-        return out
+        return self.encoder.encode(configs)
 
     def encode_vectors(self, vectors: np.ndarray) -> np.ndarray:
         """:meth:`encode` for ConfigSpace vectors (space order, NaN inactive), with no per-value Python.
@@ -175,16 +150,7 @@ class SearchSpace:
         The engine samples thousands of candidates per suggestion; converting each to a dict costs
         far more than sampling, so candidates stay ``Configuration`` objects and are encoded here.
         """
-        vectors = np.asarray(vectors, dtype=np.float64)
-        if not hasattr(self, "_vector_columns"):
-            order = {name: i for i, name in enumerate(cs_compat.hyperparameter_names(self.configspace))}
-            self._vector_columns = np.array([order[name] for name, _, _ in self._columns], dtype=np.intp)
-            self._vector_divisor = np.array([k - 1.0 if k > 1 else 1.0 for _, _, k in self._columns])
-            self._vector_constant = np.array([k == 1 for _, _, k in self._columns])
-        x = vectors[:, self._vector_columns] / self._vector_divisor
-        x[:, self._vector_constant] = np.where(np.isnan(x[:, self._vector_constant]), np.nan, 0.0)
-        x = np.clip(x, 0.0, 1.0)
-        return np.where(np.isnan(x), -1.0, x)
+        return self.encoder.encode_vectors(vectors)
 
     def sample_configurations(self, n: int, seed: int) -> list:
         """``n`` random ``Configuration`` objects (cheap; :meth:`sample` converts them to dicts)."""

@@ -204,6 +204,31 @@ def test_searcher_encoding_and_choice_without_training():
     assert searcher._pickle_config(config) not in {searcher._pickle_config(o["config"]) for o in searcher.observations}
 
 
+def test_eval_metrics_follow_the_metric_vocabulary():
+    """The hook (before and after fit) and the searcher read AutoGluon's eval_metric the same way."""
+    from types import SimpleNamespace
+
+    from autogluon.core.metrics import get_metric
+
+    from optdiv.integrations import autogluon as oag
+
+    cases = {("binary", "accuracy"): "error", ("binary", "roc_auc"): "error", ("binary", "log_loss"): "log_loss",
+             ("multiclass", "balanced_accuracy"): "error", ("regression", "rmse"): "mse",
+             ("regression", "r2"): "mse", ("regression", "mape"): "mse", ("regression", "mae"): "mae",
+             ("regression", "median_absolute_error"): "mae", ("quantile", "pinball_loss"): "mse"}
+    for (problem_type, name), loss in cases.items():
+        scorer = get_metric(name, problem_type)
+        task = "regression" if problem_type in ("regression", "quantile") else "classification"
+        predictor = SimpleNamespace(problem_type=problem_type, eval_metric=scorer,
+                                    _learner=SimpleNamespace(eval_metric=scorer))
+        searcher = oag.OptDivSearcher(search_space={"x": 1}, reward_attribute="reward")
+        searcher._trial_paths = (None, None, None, problem_type, scorer)
+        assert oag.optdiv_metric(predictor) == oag._metric_before_fit(predictor, task) == searcher._metric() == loss
+    none = SimpleNamespace(_learner=SimpleNamespace(eval_metric=None))
+    assert oag._metric_before_fit(none, "classification") == "error"
+    assert oag._metric_before_fit(none, "regression") == "mse"
+
+
 def test_bad_input_is_rejected_with_clear_errors(tmp_path):
     import pandas as pd
 

@@ -151,10 +151,13 @@ def test_bad_arguments_are_rejected():
         optdiv_smac("divbo", selector_kwargs={"method": "optdivbo"})
     with pytest.raises(ValueError, match="regression metric"):
         selector_metric("mean_squared_error", classification=True)
-    with pytest.raises(ValueError, match="no optdiv diversity"):
+    with pytest.raises(ValueError, match="does not fit a regression task"):
         selector_metric("accuracy", classification=False)
     assert selector_metric("balanced_accuracy", True) == "error"
     assert selector_metric("r2", False) == "mse"
+    assert selector_metric("median_absolute_error", False) == "mae"
+    assert selector_metric("my_scorer", True) == "error" and selector_metric("my_scorer", False) == "mse"
+    assert selector_metric(None, True) == "error" and selector_metric(None, False) == "mse"
     with pytest.raises(ValueError, match="optdiv must be"):
         OptDivAutoSklearnClassifier(optdiv="xgboost", time_left_for_this_task=30).build_automl()
     with pytest.raises(ValueError, match="not both"):

@@ -236,3 +236,21 @@ def test_bad_input_is_reported(tmp_path):
     not_a_state.write_bytes(pickle.dumps({"format": 0}))
     with pytest.raises(ValueError, match="not an OptDivAdvisor state"):
         OptDivAdvisor.load(not_a_state)
+
+
+def test_metric_names_follow_the_metric_vocabulary():
+    """Host metric names set the task, the pool loss and the diversity kind as in the other adapters."""
+    from optdiv.integrations.openbox import OptDivAdvisor
+
+    space = problem.make_space()
+    y_cls, y_reg = problem.data()[3], np.linspace(0.0, 1.0, 20)
+    cases = [("roc_auc", None, y_cls, "classification", "error", "zero_one"),
+             ("brier", None, y_cls, "classification", "brier", "brier"),
+             ("r2", None, y_reg, "regression", "mse", "mse"),
+             ("median_absolute_error", None, y_reg, "regression", "mae", "mae"),
+             ("my_score", "regression", y_reg, "regression", "mse", "mse")]
+    for metric, task, y_val, want_task, loss, kind in cases:
+        advisor = OptDivAdvisor(space, y_val=y_val, metric=metric, task=task, output_dir=None)
+        assert (advisor.task, advisor.selector.metric, advisor.selector.kind) == (want_task, loss, kind), metric
+    with pytest.raises(ValueError, match="does not fit a regression task"):
+        OptDivAdvisor(space, y_val=y_reg, metric="roc_auc", task="regression", output_dir=None)
