@@ -26,7 +26,7 @@ from optdiv.cash.observation import DEADLINE, algorithm_of
 from optdiv.cash.faults import inject_faults, parse_faults
 from optdiv.cash.final_ensemble import (
     AUTO,
-    BUILDERS,
+    ENSEMBLE_BUILDERS,
     EnsembleModel,
     FinalSettings,
     Stacker,
@@ -135,7 +135,8 @@ def search(
     config = RunConfig.from_options(config, **options)
     c = config
     method, metric, space, budget, time_budget, seed = c.method, c.metric, c.space, c.budget, c.time_budget, c.seed
-    ensemble, ensemble_size, ensemble_loss, ensemble_bags = c.ensemble, c.ensemble_size, c.ensemble_loss, c.ensemble_bags
+    ensemble, ensemble_size = c.ensemble, c.ensemble_size
+    ensemble_loss, ensemble_bags = c.ensemble_loss, c.ensemble_bags
     refit, sampler, vote, pool, constraints, cv = c.refit, c.sampler, c.vote, c.pool, c.constraints, c.cv
     portfolio, cost_aware, optimizer_options = c.portfolio, c.cost_aware, c.optimizer_options
     workers, scheduler, faults, memory_limit_mb, time_limit = c.workers, c.scheduler, c.faults, c.memory_limit_mb, \
@@ -159,8 +160,8 @@ def search(
     if budget is not None and budget < 1:
         raise ValueError("budget must be at least 1 evaluation")
     spec = get_method(method)
-    if ensemble not in BUILDERS:
-        raise ValueError(f"unknown ensemble builder {ensemble!r}; choose one of {', '.join(BUILDERS)}")
+    if ensemble not in ENSEMBLE_BUILDERS:
+        raise ValueError(f"unknown ensemble builder {ensemble!r}; choose one of {', '.join(ENSEMBLE_BUILDERS)}")
     loss = resolve_metric(metric, task)
     ensemble_loss, ensemble_bags = resolve_selection(task, loss, ensemble_loss, ensemble_bags)
     if ensemble_loss is not None:
@@ -169,7 +170,7 @@ def search(
         raise ValueError("ensemble_bags must be 0 (one selection) or more")
     space = get_space(space, task) if isinstance(space, str) else space
     from optdiv.core.agnostic_bayes import SAMPLERS
-    from optdiv.core.pool import BUILDERS as POOL_BUILDERS
+    from optdiv.core.pool import POOL_BUILDERS
 
     if pool not in POOL_BUILDERS:  # checked before any evaluation, not when the first pool is built
         raise ValueError(f"unknown pool builder {pool!r}; choose one of {', '.join(POOL_BUILDERS)}")
@@ -290,8 +291,8 @@ def search(
     if constraints:
         _require_feasible(history, constraints)
     choice, val_pred = finalize(spec, strategy, history, splits.y_val, FinalSettings(
-        loss, ensemble, ensemble_size, seed, task, n_classes, sampler=sampler, vote=bool(vote), tune_rho=n_folds is not None,
-        selection_loss=ensemble_loss, bags=ensemble_bags))
+        loss, ensemble, ensemble_size, seed, task, n_classes, sampler=sampler, vote=bool(vote),
+        tune_rho=n_folds is not None, selection_loss=ensemble_loss, bags=ensemble_bags))
     result = SearchResult(
         history=history,
         member_indices=choice.members,

@@ -19,9 +19,6 @@ from optdiv.core.ensemble import agnostic_bayes_weights, bagged_ensemble_selecti
 from optdiv.core.metric_vocabulary import auto_selection
 from optdiv.core.metrics import per_example_loss
 
-#: caruana: ensemble selection; agnostic_bayes: posterior of being best (Lacoste et al., ICML 2014); amin: the lowest
-#: validation risk, ties at random; smin: Gibbs weights exp(-beta risk), beta tuned on the validation rows.
-BUILDERS = ("caruana", "agnostic_bayes", "amin", "smin")
 
 
 #: ``ensemble_loss`` / ``ensemble_bags`` value meaning "what was measured to over-fit the validation rows least"
@@ -138,6 +135,41 @@ def resolve_selection(task: str, metric: str, ensemble_loss=AUTO, ensemble_bags=
     return ensemble_loss, int(ensemble_bags or 0)
 
 
+def _caruana_weights(preds, y_val, s) -> np.ndarray:
+    target = s["selection_loss"] or s["loss"]
+    if s["bags"]:
+        return bagged_ensemble_selection(preds, y_val, target, size=s["size"], bags=s["bags"], seed=s["seed"])
+    return ensemble_selection(preds, y_val, target, size=s["size"], seed=s["seed"]).weights
+
+
+def _agnostic_bayes_weights(preds, y_val, s) -> np.ndarray:
+    if s["tune_rho"]:
+        rho, weights = tuned_agnostic_bayes(preds, y_val, s["loss"], sampler=s["sampler"], seed=s["seed"],
+                                            vote=s["vote"])
+    else:
+        rho, weights = 1.0, agnostic_bayes_weights(per_example_loss(preds, y_val, s["loss"]).T,
+                                                   sampler=s["sampler"], seed=s["seed"])
+    if s["info"] is not None:
+        s["info"]["rho"] = float(rho)
+    return weights
+
+
+def _amin_weights(preds, y_val, s) -> np.ndarray:
+    return amin_weights(per_example_loss(preds, y_val, s["loss"]).T, seed=s["seed"])
+
+
+def _smin_weights(preds, y_val, s) -> np.ndarray:
+    return tuned_smin(preds, y_val, s["loss"], vote=s["vote"])[1]
+
+
+#: How each ensemble builder weighs the successful runs' validation predictions. caruana: ensemble selection;
+#: agnostic_bayes: posterior of being best (Lacoste et al., ICML 2014); amin: the lowest validation risk, ties at
+#: random; smin: Gibbs weights exp(-beta risk), beta tuned on the validation rows.
+_WEIGHTS = {"caruana": _caruana_weights, "agnostic_bayes": _agnostic_bayes_weights, "amin": _amin_weights,
+            "smin": _smin_weights}
+ENSEMBLE_BUILDERS = tuple(_WEIGHTS)
+
+
 def choose_members(
     history: Sequence, y_val: np.ndarray, loss: str, builder: str = "caruana", size: int = 25, seed: int = 0,
     sampler: str = "bootstrap", vote: bool = False, tune_rho: bool = False, info: Optional[Dict] = None,
@@ -155,30 +187,15 @@ def choose_members(
     0/1-error run: a smooth loss fits the validation rows' noise less), and ``bags > 0`` averages that many
     selections on bootstrap samples of the rows (:func:`~optdiv.core.ensemble.bagged_ensemble_selection`).
     """
-    if builder not in BUILDERS:
-        raise ValueError(f"unknown ensemble builder {builder!r}; choose one of {', '.join(BUILDERS)}")
+    if builder not in ENSEMBLE_BUILDERS:
+        raise ValueError(f"unknown ensemble builder {builder!r}; choose one of {', '.join(ENSEMBLE_BUILDERS)}")
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown Agnostic Bayes sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
     ok = _successful(history)
     preds = np.stack([history[i].val_pred for i in ok])
-    if builder == "caruana":
-        target = selection_loss or loss
-        if bags:
-            weights = bagged_ensemble_selection(preds, y_val, target, size=size, bags=bags, seed=seed)
-        else:
-            weights = ensemble_selection(preds, y_val, target, size=size, seed=seed).weights
-    elif builder == "agnostic_bayes":
-        if tune_rho:
-            rho, weights = tuned_agnostic_bayes(preds, y_val, loss, sampler=sampler, seed=seed, vote=vote)
-        else:
-            rho, weights = 1.0, agnostic_bayes_weights(per_example_loss(preds, y_val, loss).T, sampler=sampler,
-                                                       seed=seed)
-        if info is not None:
-            info["rho"] = float(rho)
-    elif builder == "amin":
-        weights = amin_weights(per_example_loss(preds, y_val, loss).T, seed=seed)
-    else:
-        weights = tuned_smin(preds, y_val, loss, vote=vote)[1]
+    settings = {"loss": loss, "size": size, "seed": seed, "sampler": sampler, "vote": vote, "tune_rho": tune_rho,
+                "info": info, "selection_loss": selection_loss, "bags": bags}
+    weights = _WEIGHTS[builder](preds, y_val, settings)
     keep = np.flatnonzero(weights > 1e-6)
     return [ok[i] for i in keep], weights[keep] / weights[keep].sum()
 

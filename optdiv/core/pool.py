@@ -15,7 +15,7 @@ from ._arrays import as_predictions, as_targets
 from .ensemble import agnostic_bayes_weights, ensemble_selection
 from .metrics import LossSpec, is_classification_loss, per_example_loss
 
-BUILDERS = ("caruana", "agnostic_bayes")
+POOL_BUILDERS = ("caruana", "agnostic_bayes")
 
 #: Agnostic Bayes members below this posterior weight are dropped: they would only cost surrogate calls.
 MIN_POSTERIOR_WEIGHT = 1e-6
@@ -33,8 +33,8 @@ def build_pool(val_preds, y_val, loss: LossSpec, size: int = 25, builder: str = 
     multiplicities. ``agnostic_bayes``: posterior probability of being the best model under ``loss``
     (bootstrap sampler), scaled to sum to ``size`` so both builders give weights on the same scale.
     """
-    if builder not in BUILDERS:
-        raise ValueError(f"unknown pool builder {builder!r}; choose one of {', '.join(BUILDERS)}")
+    if builder not in POOL_BUILDERS:
+        raise ValueError(f"unknown pool builder {builder!r}; choose one of {', '.join(POOL_BUILDERS)}")
     if size < 1:
         raise ValueError("pool size must be at least 1")
     preds = as_predictions(val_preds)

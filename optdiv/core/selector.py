@@ -39,10 +39,11 @@ from .diversity import (
     pairwise_diversity,
 )
 from .metric_vocabulary import resolve_host, task_of
-from .pool import BUILDERS, Pool, build_pool
+from .pool import POOL_BUILDERS, Pool, build_pool
 from .surrogates import DiversitySurrogate
 
-METHODS = ("optdivbo", "divbo")
+#: The methods whose suggestion this selector makes (the rest of a host's methods never ask it).
+DIVERSITY_METHODS = ("optdivbo", "divbo")
 
 
 class Selection(NamedTuple):
@@ -98,10 +99,10 @@ class DiversityAwareSelector:
         diversity_target: str = "raw",
         paper_clip: bool = False,
     ):
-        if method not in METHODS:
-            raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-        if pool_builder not in BUILDERS:
-            raise ValueError(f"unknown pool builder {pool_builder!r}; choose one of {', '.join(BUILDERS)}")
+        if method not in DIVERSITY_METHODS:
+            raise ValueError(f"unknown method {method!r}; choose one of {', '.join(DIVERSITY_METHODS)}")
+        if pool_builder not in POOL_BUILDERS:
+            raise ValueError(f"unknown pool builder {pool_builder!r}; choose one of {', '.join(POOL_BUILDERS)}")
         kind = kind if kind is not None else ("divbo" if method == "divbo" else kind_for_metric(metric, paper_clip))
         if kind not in KINDS:
             raise ValueError(f"unknown diversity kind {kind!r}; choose one of {', '.join(KINDS)}")

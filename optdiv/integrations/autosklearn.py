@@ -46,7 +46,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from optdiv.core.metric_vocabulary import resolve_host
-from optdiv.core.selector import METHODS, DiversityAwareSelector
+from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector
 
 logger = logging.getLogger(__name__)
 
@@ -304,8 +304,8 @@ class OptDivSMAC:
 
     def __init__(self, method: str = "optdivbo", metric: Optional[str] = None, ensemble_size: int = 25,
                  seed: Optional[int] = None, strict: bool = False, selector_kwargs: Optional[Dict] = None):
-        if method not in METHODS:
-            raise ValueError(f"unknown optdiv method {method!r}; choose one of {', '.join(METHODS)}")
+        if method not in DIVERSITY_METHODS:
+            raise ValueError(f"unknown optdiv method {method!r}; choose one of {', '.join(DIVERSITY_METHODS)}")
         if isinstance(ensemble_size, bool) or not isinstance(ensemble_size, (int, np.integer)) or ensemble_size < 1:
             raise ValueError(f"ensemble_size must be a positive integer; got {ensemble_size!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
@@ -414,8 +414,8 @@ def _callback_from_switch(optdiv, optdiv_kwargs) -> Optional[OptDivSMAC]:
         return None
     if optdiv is True:
         optdiv = "optdivbo"
-    if not isinstance(optdiv, str) or optdiv not in METHODS:
-        raise ValueError(f"optdiv must be True, False, None or one of {', '.join(METHODS)}; got {optdiv!r}")
+    if not isinstance(optdiv, str) or optdiv not in DIVERSITY_METHODS:
+        raise ValueError(f"optdiv must be True, False, None or one of {', '.join(DIVERSITY_METHODS)}; got {optdiv!r}")
     if optdiv_kwargs is not None and not isinstance(optdiv_kwargs, dict):
         raise ValueError(f"optdiv_kwargs must be a dict of optdiv_smac arguments; got {type(optdiv_kwargs).__name__}")
     return OptDivSMAC(method=optdiv, **(optdiv_kwargs or {}))

@@ -57,7 +57,7 @@ from optdiv.cash.encoding import ConfigEncoder
 from optdiv.core.ensemble import ensemble_predict
 from optdiv.core.metrics import mean_loss
 from optdiv.core.metric_vocabulary import resolve_host, task_of
-from optdiv.core.selector import METHODS, DiversityAwareSelector, pool_loss
+from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector, pool_loss
 
 logger = logging.getLogger(__name__)
 
@@ -96,11 +96,12 @@ def _keys(vectors: np.ndarray) -> List[bytes]:
 
 
 def _method_of(method) -> Optional[str]:
-    if isinstance(method, str) and method.lower() in METHODS:
+    if isinstance(method, str) and method.lower() in DIVERSITY_METHODS:
         return method.lower()
     if method in OFF or (isinstance(method, str) and method.lower() in OFF):
         return None
-    raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)} (or None for plain OpenBox)")
+    raise ValueError(f"unknown method {method!r}; choose one of {', '.join(DIVERSITY_METHODS)} "
+                     f"(or None for plain OpenBox)")
 
 
 def _task_of(task: Optional[str], metric: str) -> str:

@@ -16,7 +16,22 @@ from optdiv.cash.spaces.base import TASKS, SearchSpace
 
 __all__ = ["SearchSpace", "get_space", "KNOWN_SPACES", "TASKS"]
 
-KNOWN_SPACES = ("autogluon", "autosklearn")
+
+def _autosklearn(task: str) -> SearchSpace:
+    from optdiv.cash.spaces.autosklearn_space import autosklearn_space
+
+    return autosklearn_space(task)
+
+
+def _autogluon(task: str) -> SearchSpace:
+    from optdiv.cash.spaces.autogluon_space import autogluon_space
+
+    return autogluon_space(task)
+
+
+#: The built-in spaces by name (imported on first use: each pulls in its model libraries).
+_BUILT_IN = {"autogluon": _autogluon, "autosklearn": _autosklearn}
+KNOWN_SPACES = tuple(_BUILT_IN)
 
 
 def get_space(name, task: str = "classification") -> SearchSpace:
@@ -29,13 +44,7 @@ def get_space(name, task: str = "classification") -> SearchSpace:
             raise ValueError("search space %r is for %s, not %s" % (name.name, name.task, task))
         return name
     key = str(name).strip().lower().replace("-", "").replace("_", "")
-    if key == "autosklearn":
-        from optdiv.cash.spaces.autosklearn_space import autosklearn_space
-
-        return autosklearn_space(task)
-    if key == "autogluon":
-        from optdiv.cash.spaces.autogluon_space import autogluon_space
-
-        return autogluon_space(task)
+    if key in _BUILT_IN:
+        return _BUILT_IN[key](task)
     raise ValueError("unknown search space %r; known spaces: %s (or a SearchSpace built with "
                      "SearchSpace.from_configspace)" % (name, ", ".join(KNOWN_SPACES)))
