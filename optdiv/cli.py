@@ -148,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--focus", default="quake", help="dataset of the ensemble-diversity heatmap")
     report.add_argument("--at", default="", help="also tabulate the test loss after these evaluations, e.g. 50,100")
     report.add_argument("--no-figures", action="store_true")
+    report.add_argument("--paper-numbers", metavar="FILE.json",
+                        help="published numbers to print as [paper X] beside ours: JSON metric -> method -> dataset "
+                             "-> [mean, std] (a checkout's `python benchmarks/paper.py export FILE.json` writes the "
+                             "papers'); without it the tables print none")
 
     sub.add_parser("methods", help="list the methods and what each one is")
 
@@ -289,7 +293,8 @@ def _report(args) -> int:
     only = [m.strip() for m in args.only.split(",") if m.strip()] if args.only else None
     at = [int(x) for x in args.at.split(",") if x.strip()]
     path = write_report(args.directory, methods=methods, reference=args.reference, focus=args.focus,
-                        figures=not args.no_figures, at=at, only=only, output=args.output)
+                        figures=not args.no_figures, at=at, only=only, output=args.output,
+                        paper_numbers=args.paper_numbers)
     print(f"wrote {path}")
     return 0
 

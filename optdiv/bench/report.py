@@ -2,12 +2,15 @@
 
 Writes ``DIR/report.md`` (and PNG figures when matplotlib is installed):
 - one table per metric in the papers' layout: methods as rows, datasets as columns, mean +- std over
-  seeds of the test loss (classification error in %), the best mean in bold, the paper's number beside
-  ours where the paper has the same dataset and method, and the average rank;
+  seeds of the test loss (classification error in %), the best mean in bold and the average rank; given
+  ``paper_numbers`` (a JSON file), the published number beside ours where it has the same dataset and method;
 - Wilcoxon signed-rank better/same/worse counts of a reference method against every other one;
 - figures: average rank over iterations (DivBO Fig. 3), validation curves, minimum diversity of the
   suggestions (DivBO Fig. 5) and the final ensemble's pairwise diversity (DivBO Fig. 6).
 The mode (live or replay) of every number is stated in the report.
+
+The published numbers are research data, not part of the package: a checkout's ``benchmarks/paper.py export
+FILE.json`` writes the papers' in the form :func:`load_paper_numbers` reads.
 """
 
 from __future__ import annotations
@@ -16,12 +19,11 @@ import csv
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from optdiv.bench.layout import run_dir
-from optdiv.bench.paper import paper_cell
 from optdiv.bench.provenance import provenance_lines
 from optdiv.bench.stats import average_ranks, better_same_worse, lower_tie_higher, paired_p, strictly_lower
 
@@ -32,6 +34,37 @@ PAPER_ORDER = ("rs", "bo", "tpe", "rb", "eo", "nes", "rs-es", "bo-es", "bo-es100
                "divbo-w0.1", "divbo-b0.01", "divbo-bagging", "divbo-stacking", "bo-ab", "bo-smin", "tpe-es", "dac-hb",
                "dac-hb-es", "dac-hh", "dac-hh-es", "dac-sb", "dac-sb-es", "dac-sh", "dac-sh-es", "admm", "admm-es",
                "divbo-dac", "optdivbo-", "optdivbo", "optdivbo-ab", "optdivbo-dac")
+
+#: Published (mean, std) per metric and (method, dataset), in the report's units (error in %).
+PaperNumbers = Dict[str, Dict[Tuple[str, str], Tuple[float, float]]]
+
+
+def load_paper_numbers(path) -> PaperNumbers:
+    """Read a JSON file mapping metric -> method -> dataset -> [mean, std] (what ``benchmarks/paper.py export``
+    writes); a malformed file is a ValueError naming it, so a typo never silently drops the brackets."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
+    shape = "a JSON object metric -> method -> dataset -> [mean, std]"
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected {shape}")
+    numbers: PaperNumbers = {}
+    for metric, methods in data.items():
+        if not isinstance(methods, dict):
+            raise ValueError(f"{path}: {metric!r}: expected {shape}")
+        cells = numbers.setdefault(metric, {})
+        for method, datasets in methods.items():
+            if not isinstance(datasets, dict):
+                raise ValueError(f"{path}: {metric!r} / {method!r}: expected {shape}")
+            for dataset, cell in datasets.items():
+                if not (isinstance(cell, list) and len(cell) == 2
+                        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cell)):
+                    raise ValueError(f"{path}: {metric!r} / {method!r} / {dataset!r}: expected [mean, std], "
+                                     f"not {cell!r}")
+                cells[(method, dataset)] = (float(cell[0]), float(cell[1]))
+    return numbers
 
 
 def read_results(directory: Path) -> List[Dict]:
@@ -90,7 +123,9 @@ def results_table(rows: List[Dict], metric: str, methods: Optional[Sequence[str]
     return {"methods": order, "datasets": datasets, "cells": cells}
 
 
-def markdown_table(table: Dict, metric: str, with_paper: bool = True) -> str:
+def markdown_table(table: Dict, metric: str,
+                   paper: Optional[Mapping[Tuple[str, str], Tuple[float, float]]] = None) -> str:
+    """``paper``: published (mean, std) per (method, dataset) of this metric, printed as ``[paper X]``."""
     methods, datasets, cells = table["methods"], table["datasets"], table["cells"]
     means = {d: {m: float(np.mean(list(cells[m][d].values()))) for m in methods if cells[m].get(d)} for d in datasets}
     ranks = average_ranks(means, methods)
@@ -109,9 +144,9 @@ def markdown_table(table: Dict, metric: str, with_paper: bool = True) -> str:
                 text = f"**{text}**"
             if len(values) < max(len(cells[x].get(d, {})) for x in methods):
                 text += f" (n={len(values)})"
-            paper = paper_cell(metric, m, d) if with_paper else None
-            if paper is not None:
-                text += f" [paper {_fmt(paper[0], metric)}]"
+            published = paper.get((m, d)) if paper else None
+            if published is not None:
+                text += f" [paper {_fmt(published[0], metric)}]"
             parts.append(text)
         rank = ranks.get(m, float("nan"))
         lines.append(f"| {m} | " + " | ".join(parts) + f" | {rank:.2f} |" if np.isfinite(rank) else
@@ -354,11 +389,15 @@ def rows_at(traces: Dict, iteration: int) -> List[Dict]:
 
 def write_report(directory, methods: Optional[Sequence[str]] = None, reference: str = "optdivbo",
                  focus: Optional[str] = "quake", figures: bool = True, at: Sequence[int] = (),
-                 only: Optional[Sequence[str]] = None, output: Optional[Path] = None) -> Path:
+                 only: Optional[Sequence[str]] = None, output: Optional[Path] = None,
+                 paper_numbers=None) -> Path:
     """``at``: also tabulate the test loss after these numbers of evaluations (read from the traces), where a
     replay library is not yet mostly explored and the methods' choices differ more. ``only``: tabulate just these
-    methods (ranks are then among them), so a short table for a document can come from the same command."""
+    methods (ranks are then among them), so a short table for a document can come from the same command.
+    ``paper_numbers``: a JSON file (see :func:`load_paper_numbers`) whose numbers the test tables print beside
+    ours; without it they print none."""
     directory = Path(directory)
+    paper = load_paper_numbers(paper_numbers) if paper_numbers is not None else {}
     rows = read_results(directory)
     if only:
         unknown = sorted(set(only) - {r["method"] for r in rows})
@@ -379,22 +418,23 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
     provenance = provenance_lines([(result or {}).get("provenance") for result in results], [r["dataset"] for r in rows])
     out += [""] + [text for line in provenance for text in (line, "")]
     out.append("Cells: mean ± std over seeds of the test loss of each method's final model; **bold** = best mean; "
-               "[paper X] = the published mean for the same dataset and method (different implementation, "
-               "machine and, for replay, a restricted candidate set: compare ranks, not decimals). "
-               "(n=k) marks a cell with fewer seeds than its row's maximum.")
+               + ("[paper X] = the published mean for the same dataset and method (different implementation, "
+                  "machine and, for replay, a restricted candidate set: compare ranks, not decimals). "
+                  if paper_numbers is not None else "")
+               + "(n=k) marks a cell with fewer seeds than its row's maximum.")
     tables = {}
     for metric in ("error", "mse", "mae"):
         if not any(r["metric"] == metric for r in rows):
             continue
         table = results_table(rows, metric, methods)
         tables[metric] = table
-        out += ["", f"## {METRIC_TITLES[metric]}", "", markdown_table(table, metric), ""]
+        out += ["", f"## {METRIC_TITLES[metric]}", "", markdown_table(table, metric, paper.get(metric)), ""]
         out += [f"Wilcoxon signed-rank test per dataset (paired by seed, p <= 0.05): {reference} is better / the "
                 "same / worse than each method on this many datasets; then how many (dataset, seed) pairs it is "
                 "lower / equal / higher in, and the two-sided p of each dataset.", "", wilcoxon_table(table, reference), ""]
         val_table = results_table(rows, metric, methods, value="val_error")
         out += ["Validation loss of the final model (same units; the search saw these):", "",
-                markdown_table(val_table, metric, with_paper=False), ""]
+                markdown_table(val_table, metric), ""]
         correlation = validation_test_correlation(val_table, table)
         out += [f"Validation against test: (dataset, seed) pairs where {reference}'s final model has the lower / "
                 "equal / higher loss, on validation and on test, and how many of its validation wins are also test "
@@ -421,7 +461,7 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
                 continue
             table = results_table(early, metric, methods)
             out += ["", f"## {METRIC_TITLES[metric]} after {iteration} evaluations", "",
-                    markdown_table(table, metric, with_paper=False), "",
+                    markdown_table(table, metric), "",
                     f"Wilcoxon ({reference} better / same / worse):", "", wilcoxon_table(table, reference), ""]
     if figures:
         names = write_figures(directory, traces, tables, focus)

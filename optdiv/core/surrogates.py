@@ -129,7 +129,7 @@ class DiversitySurrogate:
     makes every pair it is in 1e8 or more), and squared error on raw values spends the trees on those
     few pairs: over 300-member auto-sklearn-space libraries, Kendall's tau of OptDivBO's diversity on
     held-out pairs rose from 0.03-0.39 (raw) to 0.31-0.56 (rank) on space_ga, bodyfat and wine_quality (mse
-    and mae) and did not drop on quake or wind (``python -m optdiv.bench.surrogate_tau --library 300
+    and mae) and did not drop on quake or wind (``python benchmarks/surrogate_tau.py --library 300
     --target raw,rank``; docs/results.md). The acquisitions only rank candidates, so the scale does not
     matter to them.
     """

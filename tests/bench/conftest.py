@@ -1,4 +1,7 @@
-"""A synthetic replay library: real auto-sklearn-space configurations, made-up predictions, no fitting.
+"""Tests of the product's harness, ``optdiv bench`` (live and replay) and ``optdiv report``, and of the search
+methods run through it. The research scripts of benchmarks/ are tested in tests/benchmarks.
+
+Fixtures: a synthetic replay library, real auto-sklearn-space configurations, made-up predictions, no fitting.
 
 Each algorithm has its own skill and each member its own noise, so methods that model performance
 beat random choice, ensembles beat single members, and the run takes seconds.

@@ -7,7 +7,7 @@ selects on them. The test rows are used only for the reported test error: classi
 or MSE for regression. Every finished fit is appended to ``--out/results.jsonl``; a rerun skips the
 (dataset, seed, method) triples already there, so an interrupted benchmark resumes.
 
-    python -m optdiv.bench.autosklearn_compare --data ../shared/datasets/quake.csv ../shared/datasets/wind.csv \\
+    python benchmarks/autosklearn_compare.py --data ../shared/datasets/quake.csv ../shared/datasets/wind.csv \\
         --seeds 0 1 2 --time 300 --out .cache/autosklearn_compare
 
 Needs the auto-sklearn environment (Python 3.9, auto-sklearn 0.15).
@@ -26,6 +26,10 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
+    sys.path.insert(0, str(REPO))
 
 from optdiv.cash.data import load_dataset, split
 
@@ -121,7 +125,7 @@ def summarise(records: Sequence[Dict]) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m optdiv.bench.autosklearn_compare", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/autosklearn_compare.py", description=__doc__.split("\n")[0])
     parser.add_argument("--data", nargs="+", required=True, help="CSV paths (target column 'target' or the last one)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])

@@ -1,4 +1,9 @@
-"""Published numbers the report prints beside ours (test error in %, or test MSE / MAE), as data.
+"""The papers' published numbers (test error in %, or test MSE / MAE), as data, for ``optdiv report``.
+
+The report reads them from a file, so the package carries no research data; this script writes it::
+
+    python benchmarks/paper.py export runs/paper.json
+    optdiv report runs/replay --paper-numbers runs/paper.json     # prints [paper X] beside our cells
 
 Sources: OptDivBO (KDD'24) Table 1 (classification, 10 runs), Table 3 (regression MSE), Table 5 (MAE);
 DivBO (NeurIPS'22) Tables 8-12 (ensemble strategies and ablations on five datasets). Only datasets we
@@ -10,7 +15,11 @@ left out. The regression targets of the papers' OpenML copies may be scaled diff
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Dict, Optional, Sequence, Tuple
 
 Cell = Tuple[float, float]
 
@@ -88,3 +97,29 @@ PAPER: Dict[str, Dict[Tuple[str, str], Cell]] = {
 def paper_cell(metric: str, method: str, dataset: str) -> Optional[Cell]:
     """(mean, std) as published, in the report's units (error in %), or None."""
     return PAPER.get(metric, {}).get((method, dataset))
+
+
+def paper_numbers() -> Dict[str, Dict[str, Dict[str, list]]]:
+    """metric -> method -> dataset -> [mean, std]: the form ``optdiv report --paper-numbers`` reads."""
+    out: Dict[str, Dict[str, Dict[str, list]]] = {}
+    for metric, cells in PAPER.items():
+        for (method, dataset), (mean, std) in sorted(cells.items()):
+            out.setdefault(metric, {}).setdefault(method, {})[dataset] = [mean, std]
+    return out
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python benchmarks/paper.py", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    export = commands.add_parser("export", help="write the numbers as JSON for optdiv report --paper-numbers")
+    export.add_argument("out", help="JSON file to write")
+    args = parser.parse_args(argv)
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(paper_numbers(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

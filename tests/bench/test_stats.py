@@ -1,11 +1,10 @@
-"""Rank and Wilcoxon summaries on hand examples; the paper table lookups; the stacking combiner."""
+"""Rank and Wilcoxon summaries on hand examples; the report's cells and tables; the stacking combiner."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from optdiv.bench.paper import paper_cell
 from optdiv.bench.report import _fmt_cell, algorithm_spread
 from optdiv.bench.stats import average_ranks, better_same_worse, compare, lower_tie_higher, paired_p
 from optdiv.cash.final_ensemble import Stacker
@@ -42,16 +41,6 @@ def test_wilcoxon_better_same_worse():
     assert counts == (1, 1, 1)
     with pytest.raises(ValueError):
         compare([1, 2], [1, 2, 3])
-
-
-def test_paper_numbers_are_the_published_cells():
-    assert paper_cell("error", "optdivbo", "quake") == (45.05, 1.37)
-    assert paper_cell("error", "divbo", "amazon_employee") == (5.15, 0.09)
-    assert paper_cell("error", "rs-es", "cpu_small") is None  # the paper's "720.00" typo is left out
-    assert paper_cell("error", "bo-es100", "wind") == (14.04, 0.47)
-    assert paper_cell("mse", "divbo-b0.01", "bodyfat") == (0.129, 0.070)
-    assert paper_cell("mae", "optdivbo", "space_ga") == (0.070, 0.0035)
-    assert paper_cell("error", "optdivbo", "no_such_dataset") is None
 
 
 def test_stacker_combines_members_into_probabilities_and_values():

@@ -1,10 +1,8 @@
-"""The scale-out report's arithmetic on hand-made runs (no search is run here)."""
+"""benchmarks/parallel_speedup.py: the scale-out report's arithmetic on hand-made runs (no search is run here)."""
 
 import json
 
 import pytest
-
-from optdiv.bench.parallel_speedup import summarize, write
 
 
 def _row(seed, mode, workers, wall, fits, test):
@@ -14,7 +12,9 @@ def _row(seed, mode, workers, wall, fits, test):
             "requeued": 0, "lost": 0}
 
 
-def test_speedup_is_one_worker_wall_over_n_workers_wall_and_work_is_reported(tmp_path):
+def test_speedup_is_one_worker_wall_over_n_workers_wall_and_work_is_reported(tmp_path, script):
+    speedup = script("parallel_speedup")
+    summarize, write = speedup.summarize, speedup.write
     rows = [_row(0, "sequential", 0, 90.0, 80.0, 0.10), _row(0, "async-1", 1, 100.0, 80.0, 0.10),
             _row(0, "async-2", 2, 40.0, 70.0, 0.12), _row(1, "sequential", 0, 110.0, 100.0, 0.20),
             _row(1, "async-1", 1, 120.0, 100.0, 0.20), _row(1, "async-2", 2, 80.0, 130.0, 0.22)]

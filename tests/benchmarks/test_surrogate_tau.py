@@ -1,13 +1,17 @@
-"""The surrogate-ranking measurement (DivBO section 4.2) on arrays and on replay libraries."""
+"""benchmarks/surrogate_tau.py: the surrogate-ranking measurement (DivBO section 4.2) on arrays and on replay
+libraries."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from optdiv.bench.surrogate_tau import library_tau, main, tau_of_predictions
-
 TAUS = ("kendall_tau_heldout_pairs", "kendall_tau_all_heldout_pairs", "kendall_tau_heldout_x_train")
+
+
+@pytest.fixture(scope="module")
+def surrogate_tau(script):
+    return script("surrogate_tau")
 
 
 def _learnable(m=90, rows=60, seed=0):
@@ -19,7 +23,8 @@ def _learnable(m=90, rows=60, seed=0):
     return encoded, preds, y
 
 
-def test_tau_is_high_when_diversity_follows_the_configuration_and_near_zero_when_it_does_not():
+def test_tau_is_high_when_diversity_follows_the_configuration_and_near_zero_when_it_does_not(surrogate_tau):
+    tau_of_predictions = surrogate_tau.tau_of_predictions
     encoded, preds, y = _learnable()
     learnable = tau_of_predictions(encoded, preds, y, "mse", n_train=60)
     assert all(learnable[key] > 0.5 for key in TAUS), learnable
@@ -31,7 +36,8 @@ def test_tau_is_high_when_diversity_follows_the_configuration_and_near_zero_when
         tau_of_predictions(encoded, preds, y, "mse", n_train=89)
 
 
-def test_library_tau_skips_failed_members_resolves_auto_and_repeats_over_partitions(library_factory):
+def test_library_tau_skips_failed_members_resolves_auto_and_repeats_over_partitions(surrogate_tau, library_factory):
+    library_tau, tau_of_predictions = surrogate_tau.library_tau, surrogate_tau.tau_of_predictions
     library = library_factory("regression", n=80, seed=2, failed=5)
     report = library_tau(library, ["divbo", "auto"], metric="mae", n_train=50, repeats=3, seed=7)
     assert report["n_successful"] == 75 and report["metric"] == "mae"
@@ -47,7 +53,7 @@ def test_library_tau_skips_failed_members_resolves_auto_and_repeats_over_partiti
     assert library_tau(library_factory(), ["auto"], n_train=40)["kinds"][0]["kind"] == "zero_one"
 
 
-def test_cli_needs_a_run_directory_without_a_library():
+def test_cli_needs_a_run_directory_without_a_library(surrogate_tau):
     with pytest.raises(SystemExit) as stop:
-        main(["--data", "sklearn:breast_cancer"])
+        surrogate_tau.main(["--data", "sklearn:breast_cancer"])
     assert stop.value.code == 2

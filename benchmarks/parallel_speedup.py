@@ -1,7 +1,7 @@
 """Measure the Dask scale-out on a live run: wall time of N workers against one, and the final test error of the
 asynchronous search against the sequential one at the same number of evaluations.
 
-    python -m optdiv.bench.parallel_speedup --data sklearn:breast_cancer --workers 1 2 --budget 50 \\
+    python benchmarks/parallel_speedup.py --data sklearn:breast_cancer --workers 1 2 --budget 50 \\
         --method optdivbo --out runs/speedup [--seeds 0 1 2] [--space autosklearn] [--time-limit 120]
 
 Per seed it runs the sequential engine once and the asynchronous one once per worker count, on the same split.
@@ -21,6 +21,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
+    sys.path.insert(0, str(REPO))
 
 
 def measure(data: str, workers: Sequence[int], budget: int, method: str = "optdivbo", seeds: Sequence[int] = (0,),
@@ -107,7 +111,7 @@ def write(out: Path, rows: List[Dict], summary: Dict, settings: Dict) -> Path:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m optdiv.bench.parallel_speedup", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/parallel_speedup.py", description=__doc__.split("\n")[0])
     parser.add_argument("--data", required=True, help="file.csv, sklearn:NAME or openml:ID")
     parser.add_argument("--target", help="target column of a CSV")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts (default 1 2)")

@@ -19,7 +19,7 @@ single-model and ensemble validation/test error, diversity weight), ``results.js
 finished run; a rerun skips the (dataset, seed, method) triples already there, so an interrupted
 benchmark resumes) and ``summary.md``. Classification errors are in %, regression errors are MSE.
 
-    python -m optdiv.bench.openbox_compare --data ../shared/datasets/quake.csv --seeds 0 \\
+    python benchmarks/openbox_compare.py --data ../shared/datasets/quake.csv --seeds 0 \\
         --iterations 20 --out .cache/openbox_compare
 
 Needs the OpenBox environment (``nox -s openbox``: OpenBox 0.9.0, ConfigSpace 0.6.1).
@@ -36,6 +36,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
+    sys.path.insert(0, str(REPO))
 
 from optdiv.cash.data import load_dataset, split
 
@@ -164,7 +168,7 @@ def summarise(records: Sequence[Dict]) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m optdiv.bench.openbox_compare",
+    parser = argparse.ArgumentParser(prog="python benchmarks/openbox_compare.py",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--data", nargs="+", required=True, help="CSV paths (target column 'target' or the last one)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)

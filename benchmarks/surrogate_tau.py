@@ -8,8 +8,8 @@ built by ``optdiv bench`` (no fitting; ``--repeats R`` then also draws R - 1 ran
 so one lucky order does not decide the figure). ``--kind`` takes several diversity kinds at once: ``divbo`` is
 DivBO's, ``auto`` OptDivBO's for the metric; ``--target raw,rank`` compares the surrogate's two training targets.
 
-    python -m optdiv.bench.surrogate_tau --data PATH/quake.csv --out .cache/tau/quake
-    python -m optdiv.bench.surrogate_tau --data PATH/quake.csv --library 300 --kind divbo,auto --target raw,rank \
+    python benchmarks/surrogate_tau.py --data PATH/quake.csv --out .cache/tau/quake
+    python benchmarks/surrogate_tau.py --data PATH/quake.csv --library 300 --kind divbo,auto --target raw,rank \
         --repeats 5
 """
 
@@ -17,11 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 from scipy.stats import kendalltau
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
+    sys.path.insert(0, str(REPO))
 
 from optdiv.core.diversity import kind_for_metric, pairwise_diversity
 from optdiv.core.surrogates import DiversitySurrogate

@@ -6,7 +6,7 @@ Every run gets the same data and the same wall-time budget: the papers' 60/20/20
 last 20%. ``autogluon`` is ``TabularPredictor.fit`` with its default presets; ``optdivbo``, ``divbo``
 (and ``bo``, ``rs``) are ``optdiv.integrations.autogluon.fit`` with AutoGluon's weighted ensemble.
 
-    python -m optdiv.bench.autogluon_compare --data ../shared/datasets/quake.csv --seeds 0 \\
+    python benchmarks/autogluon_compare.py --data ../shared/datasets/quake.csv --seeds 0 \\
         --time-budget 60 --out .cache/ag_compare/tiny
 
 Each finished run is appended to ``OUT/runs.jsonl`` (a rerun skips runs already there, so an
@@ -25,6 +25,10 @@ from pathlib import Path
 from typing import Dict, List
 
 import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
+    sys.path.insert(0, str(REPO))
 
 METHODS = ("autogluon", "optdivbo", "divbo", "bo", "rs")
 
@@ -117,7 +121,7 @@ def summary_table(runs: List[Dict], methods, datasets) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m optdiv.bench.autogluon_compare", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/autogluon_compare.py", description=__doc__.split("\n")[0])
     parser.add_argument("--data", nargs="+", required=True, help="CSV files (target column 'target' or the last)")
     parser.add_argument("--methods", nargs="+", default=["autogluon", "optdivbo", "divbo"], choices=METHODS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
