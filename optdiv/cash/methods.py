@@ -18,7 +18,7 @@ would), so there is no ``observe`` step: the history is the observation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Protocol, Sequence
 
 from optdiv.cash.baselines.admm import ADMM
 from optdiv.cash.baselines.dacopt import DACOpt
@@ -28,11 +28,6 @@ from optdiv.cash.baselines.per_algorithm import PerAlgorithmBO
 from optdiv.cash.baselines.rising_bandit import RisingBandit
 from optdiv.cash.final_ensemble import FINALS
 from optdiv.cash.optimizers import Optimizer
-
-try:  # typing.Protocol is 3.8+; kept optional for static readers only
-    from typing import Protocol
-except ImportError:  # pragma: no cover
-    Protocol = object  # type: ignore
 
 
 class Strategy(Protocol):
