@@ -114,6 +114,15 @@ class Evaluator:
         if not self.in_process:
             self._ensure_worker()
 
+    def settings(self) -> Dict[str, Any]:
+        """The constructor's arguments except ``splits``: ``Evaluator(splits=splits, **settings())`` evaluates as
+        this one does. A Dask worker builds its evaluators from them (the splits travel separately), so an option
+        given here reaches every worker. ``build`` is the current one, which fault injection may have wrapped."""
+        return {"build": self.build, "task": self.task, "metric": self.metric, "n_classes": self.n_classes,
+                "time_limit": self.time_limit, "seed": self.seed, "memory_limit_mb": self.memory_limit_mb,
+                "in_process": self.in_process, "start_method": self.start_method, "threads": self.threads,
+                "pipelines_dir": self.pipelines_dir}
+
     def close(self) -> None:
         """End the worker process, if any. The evaluator stays usable: a later evaluate restarts it."""
         shutdown(self._holder)
