@@ -1,4 +1,4 @@
-"""The standalone CASH engine: search loop, budgets, resume, final ensemble and result.json."""
+"""The standalone CASH engine: `search` (prepare, the loop of optdiv.cash.loop, finalize), `run`, result.json."""
 
 from __future__ import annotations
 
@@ -106,10 +106,14 @@ def search(
     evaluation that violates one is stored and kept as ``"infeasible"``, without predictions, so no strategy
     learns from it as a success and no final model uses it; it still counts against the budget.
 
+    The search is three steps: :func:`_prepare` (every check, the strategy, the evaluator and its runner, the
+    stored history, the deadline), :func:`optdiv.cash.loop.search_loop` and :func:`_finalize` (the final model).
+
     ``workers=N`` (a local Dask cluster) or ``scheduler=ADDRESS`` (an existing one) evaluate asynchronously
-    in parallel (optdiv.cash.parallel; needs the ``dask`` extra); a stored run with evaluations still in
-    flight resumes that way too. ``faults`` (``"raise=0.3,hang=0.1,nan=0.05"`` or a FaultPlan) injects faults
-    into that fraction of evaluations (optdiv.cash.faults). ``memory_limit_mb`` caps each evaluation's process.
+    in parallel (optdiv.cash.parallel; needs the ``dask`` extra). Either way, an evaluation that was in flight
+    when a stored run stopped is evaluated again first, at its index, with its configuration. ``faults``
+    (``"raise=0.3,hang=0.1,nan=0.05"`` or a FaultPlan) injects faults into that fraction of evaluations
+    (optdiv.cash.faults). ``memory_limit_mb`` caps each evaluation's process.
 
     ``cv=k`` evaluates by k-fold cross-validation over the train+validation rows (their
     :func:`~optdiv.cash.data.cross_validation_view`; splits that already carry ``folds`` are such a view): every

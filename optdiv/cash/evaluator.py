@@ -14,6 +14,9 @@ and ``val_loss = worst_loss(metric)`` (optimisers impute timeouts differently, s
 the true class after the clipping in :mod:`optdiv.core.metrics`), and ``1e30`` for the unbounded
 regression losses ``mse`` / ``mae``.
 
+:meth:`Evaluator.settings` gives back the constructor's arguments, so a Dask worker (optdiv.cash.parallel)
+builds an evaluator that evaluates as the engine's would, whatever options that one was given.
+
 Builders must be picklable by reference (top-level functions of an importable module), because the
 worker imports them; the constructor checks this and raises ``TypeError`` early. With ``spawn``, a
 script that uses the evaluator needs the usual ``if __name__ == "__main__":`` guard.
