@@ -53,7 +53,7 @@ class FakeRunner(Runner):
     def __init__(self, lose=None, capacity=2):
         self.slots, self.lose = capacity, dict(lose or {})
         self.queue, self.submitted, self.opened, self.closed = [], [], False, False
-        self.seen_pending = []
+        self.limits = []
 
     @property
     def capacity(self):
@@ -70,6 +70,7 @@ class FakeRunner(Runner):
         assert self.opened and not self.closed
         self.queue.append((index, config))
         self.submitted.append((index, dict(config)))
+        self.limits.append(time_limit)
 
     def wait(self, give_up=None):
         index, config = self.queue.pop()
@@ -135,6 +136,20 @@ def test_a_resumed_loop_resubmits_what_was_issued_and_not_recorded_before_sugges
     assert [o.index for o in resumed.history] == list(range(7))
     assert resumed.history[4].config == planted and resumed.history[5].config == first.history[0].config
     assert resumed.parallel["reissued"] == [4, 5] and len(resumed.suggest_seconds) == 1
+
+
+def test_with_two_slots_a_suggestion_that_does_not_fit_the_time_left_is_replaced_by_one_that_does():
+    space = tiny_space("classification")
+    strategy = make_strategy(get_method("rs"), space, "error", seed=2, budget=8)
+    predictor = DurationPredictor()
+    predictor.observe("tree", 100.0)  # far beyond the 5 s left
+    predictor.observe("linear", 0.1)
+    runner = FakeRunner()
+    result = search_loop(strategy, runner, [], y_val=Y_VAL, space=space, seed=2, loss="error", budget=8,
+                         predictor=predictor, time_left=lambda: 5.0)
+    assert [o.index for o in result.history] == list(range(8)) and result.stopped is None
+    assert all(o.algorithm == "linear" for o in result.history)  # random search draws trees too: each replaced
+    assert result.fill_ins > 0 and all(limit == 5.0 for limit in runner.limits)  # each capped at the time left
 
 
 def test_a_store_with_an_index_neither_issued_nor_recorded_is_refused(tmp_path):
