@@ -194,7 +194,7 @@ class _Prepared:
 def _prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store, candidates, evaluator,
              started) -> _Prepared:
     """Check the options, make the strategy, the evaluator and its runner, load the stored history and set the
-    deadline; every refusal comes here, before anything is evaluated."""
+    deadline: a bad option or a stored run that cannot continue this way is refused before a worker starts."""
     c = config
     method, metric, space, budget, time_budget, seed = c.method, c.metric, c.space, c.budget, c.time_budget, c.seed
     ensemble, ensemble_size, ensemble_loss, ensemble_bags = c.ensemble, c.ensemble_size, c.ensemble_loss, \
