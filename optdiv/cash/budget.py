@@ -4,7 +4,8 @@ A time budget covers the whole call that was given it (``OptDivClassifier.fit``,
 the search loop: the search ends early enough that building and saving the final model still fits. So the
 search never starts an evaluation whose predicted duration does not fit in the time left, and caps every
 evaluation's own limit at the time left; an evaluation cut at the deadline says nothing about its
-configuration and is discarded, not stored (see :data:`optdiv.cash.observation.DEADLINE`).
+configuration and is discarded, not stored (see :data:`optdiv.cash.observation.DEADLINE`). The search loop
+(optdiv.cash.loop) applies these rules once, for evaluations in process and on Dask workers alike.
 """
 
 from __future__ import annotations

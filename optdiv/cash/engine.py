@@ -1,8 +1,7 @@
-"""The standalone CASH engine: search loop, budgets, resume, final ensemble and result.json."""
+"""The standalone CASH engine: `search` (prepare, the loop of optdiv.cash.loop, finalize), `run`, result.json."""
 
 from __future__ import annotations
 
-import inspect
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -18,11 +17,10 @@ from optdiv.cash.budget import (
     deadline_for,
     resolve_time_limit,
 )
-from optdiv.cash.constraints import Constraint, InfeasibleSearchError, enforce, parse_constraints, settings_form
+from optdiv.cash.constraints import Constraint, InfeasibleSearchError, parse_constraints, settings_form
 from optdiv.cash.data import Splits, cross_validation_view, resolve_cv, split
 from optdiv.cash.evaluator import Evaluator
 from optdiv.cash.fitting import build_pipeline
-from optdiv.cash.observation import DEADLINE, algorithm_of
 from optdiv.cash.faults import inject_faults, parse_faults
 from optdiv.cash.final_ensemble import (
     AUTO,
@@ -33,11 +31,12 @@ from optdiv.cash.final_ensemble import (
     finalize,
     resolve_selection,
 )
-from optdiv.cash.methods import MODEL_BASED, STRATEGIES, get_method, make_strategy
-from optdiv.cash.parallel import wants_parallel
+from optdiv.cash.loop import LoopResult, search_loop
+from optdiv.cash.methods import MODEL_BASED, STRATEGIES, MethodSpec, get_method, make_strategy
 from optdiv.cash.pipelines import SavedPipelines, rows_digest
 from optdiv.cash.portfolio import resolve_portfolio
 from optdiv.cash.run_config import RunConfig
+from optdiv.cash.runners import Runner, make_runner
 from optdiv.cash.spaces import SearchSpace, get_space
 from optdiv.cash.store import MODELS_DIR, RunStore, RunStoreError
 from optdiv.core.metric_vocabulary import resolve
@@ -101,10 +100,14 @@ def search(
     evaluation that violates one is stored and kept as ``"infeasible"``, without predictions, so no strategy
     learns from it as a success and no final model uses it; it still counts against the budget.
 
+    The search is three steps: :func:`_prepare` (every check, the strategy, the evaluator and its runner, the
+    stored history, the deadline), :func:`optdiv.cash.loop.search_loop` and :func:`_finalize` (the final model).
+
     ``workers=N`` (a local Dask cluster) or ``scheduler=ADDRESS`` (an existing one) evaluate asynchronously
-    in parallel (optdiv.cash.parallel; needs the ``dask`` extra); a stored run with evaluations still in
-    flight resumes that way too. ``faults`` (``"raise=0.3,hang=0.1,nan=0.05"`` or a FaultPlan) injects faults
-    into that fraction of evaluations (optdiv.cash.faults). ``memory_limit_mb`` caps each evaluation's process.
+    in parallel (optdiv.cash.parallel; needs the ``dask`` extra). Either way, an evaluation that was in flight
+    when a stored run stopped is evaluated again first, at its index, with its configuration. ``faults``
+    (``"raise=0.3,hang=0.1,nan=0.05"`` or a FaultPlan) injects faults into that fraction of evaluations
+    (optdiv.cash.faults). ``memory_limit_mb`` caps each evaluation's process.
 
     ``cv=k`` evaluates by k-fold cross-validation over the train+validation rows (their
     :func:`~optdiv.cash.data.cross_validation_view`; splits that already carry ``folds`` are such a view): every
@@ -132,15 +135,66 @@ def search(
     and OptDivBO's temporary pool keeps the run's metric. ``"auto"`` for either is the measured choice of
     :func:`~optdiv.cash.final_ensemble.resolve_selection` (the estimators' and ``run``'s default).
     """
-    config = RunConfig.from_options(config, **options)
+    prepared = _prepare(splits, task, RunConfig.from_options(config, **options), n_classes=n_classes, store=store,
+                        candidates=candidates, evaluator=evaluator, started=started)
+    c = prepared.config
+    outcome = search_loop(
+        prepared.strategy, prepared.runner, prepared.history, y_val=prepared.splits.y_val, space=prepared.space,
+        seed=c.seed, loss=prepared.loss, budget=c.budget, predictor=prepared.predictor, store=store,
+        time_left=None if prepared.deadline is None else prepared.search_left, fill_in=candidates is None,
+        constraints=prepared.constraints, progress=progress, on_finished=prepared.finished)
+    return _finalize(prepared, outcome, classes, columns)
+
+
+@dataclass
+class _Prepared:
+    """A search made ready to run: what the prepare step settled, for the loop and the final step."""
+
+    config: RunConfig
+    splits: Splits  # the cross-validation view under cv
+    task: str
+    n_classes: Optional[int]
+    method: MethodSpec
+    strategy: object
+    space: SearchSpace
+    loss: str
+    ensemble_loss: Optional[str]
+    ensemble_bags: int
+    constraints: List[Constraint]
+    n_folds: Optional[int]
+    runner: Runner
+    history: List
+    predictor: DurationPredictor
+    deadline: Optional[Deadline]
+    start: float
+    started: Optional[float]
+    pipelines: Optional[SavedPipelines]
+    digest: Optional[str]  # None: nothing is saved (cross-validation, a replay)
+    latest: List = field(default_factory=list)  # the history as the loop last handed it over
+
+    def search_left(self) -> float:
+        """Seconds the search may still use: the time left less what building the final model needs."""
+        return self.deadline.left() - _finish_reserve(self.latest, self.pipelines, self.digest, self.config.refit,
+                                                      self.n_folds, self.config.ensemble_size)
+
+    def finished(self, done: List, ensemble: Sequence[int] = ()) -> None:
+        """After each recorded evaluation: the finishing reserve follows the history, and saved pipelines that
+        can no longer be members are deleted (those of ``ensemble``, the current suggestion's pool, are kept)."""
+        self.latest = done
+        if self.digest is not None:
+            self.pipelines.prune(self.digest, done, protect=ensemble)
+
+
+def _prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store, candidates, evaluator,
+             started) -> _Prepared:
+    """Check the options, make the strategy, the evaluator and its runner, load the stored history and set the
+    deadline: a bad option or a stored run that cannot continue this way is refused before a worker starts."""
     c = config
     method, metric, space, budget, time_budget, seed = c.method, c.metric, c.space, c.budget, c.time_budget, c.seed
-    ensemble, ensemble_size = c.ensemble, c.ensemble_size
-    ensemble_loss, ensemble_bags = c.ensemble_loss, c.ensemble_bags
-    refit, sampler, vote, pool, constraints, cv = c.refit, c.sampler, c.vote, c.pool, c.constraints, c.cv
+    ensemble, ensemble_size, ensemble_loss, ensemble_bags = c.ensemble, c.ensemble_size, c.ensemble_loss, \
+        c.ensemble_bags
+    sampler, pool, constraints, cv = c.sampler, c.pool, c.constraints, c.cv
     portfolio, cost_aware, optimizer_options = c.portfolio, c.cost_aware, c.optimizer_options
-    workers, scheduler, faults, memory_limit_mb, time_limit = c.workers, c.scheduler, c.faults, c.memory_limit_mb, \
-        c.time_limit
     if evaluator is not None and (cv is not None or (getattr(splits, "folds", None) is not None
                                                      and getattr(evaluator, "splits", None) is not splits)):
         raise ValueError("cross-validation needs the live evaluator's out-of-fold predictions; the evaluator "
@@ -156,7 +210,7 @@ def search(
         _check_stored_constraints(store, constraints)
     if budget is None and time_budget is None:
         raise ValueError("give a budget in evaluations, in seconds, or both")
-    time_limit = resolve_time_limit(time_limit, time_budget)
+    time_limit = resolve_time_limit(c.time_limit, time_budget)
     if budget is not None and budget < 1:
         raise ValueError("budget must be at least 1 evaluation")
     spec = get_method(method)
@@ -197,127 +251,69 @@ def search(
                              optimizer_options=optimizer_options)
     if kind.takes_constraints:  # ADMM's z-min wants the bounds themselves
         strategy.set_constraints(list(constraints))
-    faults = parse_faults(faults, seed)
+    faults = parse_faults(c.faults, seed)
     start = time.perf_counter()
     deadline = deadline_for(time_budget, start if started is None else started)
     pipelines = None
     if evaluator is None:
-        if scheduler is None:  # a remote cluster's workers cannot write into this machine's folder
+        if c.scheduler is None:  # a remote cluster's workers cannot write into this machine's folder
             pipelines = SavedPipelines(None if store is None else store.directory / MODELS_DIR)
         evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed,
-                              memory_limit_mb=memory_limit_mb,
+                              memory_limit_mb=c.memory_limit_mb,
                               pipelines_dir=None if pipelines is None else pipelines.folder)
     digest = getattr(evaluator, "rows_digest", None)  # None: nothing is saved (cross-validation, a replay)
-    evaluator = inject_faults(evaluator, faults)
+    runner = make_runner(inject_faults(evaluator, faults), c.workers, c.scheduler)
     history = store.load() if store is not None else []
-    suggest_seconds: List[float] = []
-    parallel_stats = None
-    predictor = DurationPredictor(history)
-    stopped = None
-    fill_ins = 0
-
-    latest = {"history": history}  # the parallel loop hands its finished observations over as they come
-
-    def search_left() -> float:
-        """Seconds the search may still use: the time left less what building the final model needs."""
-        return deadline.left() - _finish_reserve(latest["history"], pipelines, digest, refit, n_folds, ensemble_size)
-
-    def finished(done: List, ensemble: Sequence[int] = ()) -> None:
-        latest["history"] = done
-        if digest is not None:
-            pipelines.prune(digest, done, protect=ensemble)
-
+    prepared = _Prepared(
+        config=c, splits=splits, task=task, n_classes=n_classes, method=spec,
+        strategy=strategy, space=space, loss=loss, ensemble_loss=ensemble_loss, ensemble_bags=ensemble_bags,
+        constraints=constraints, n_folds=n_folds, runner=runner, history=history,
+        predictor=DurationPredictor(history), deadline=deadline, start=start, started=started, pipelines=pipelines,
+        digest=digest, latest=history)
     if deadline is not None and cost_aware:
-        strategy.time_left = search_left  # cost-aware suggestion weighs candidates by the time the search has left
-    if wants_parallel(workers, scheduler, store, history):
-        from optdiv.cash.parallel import parallel_loop
+        strategy.time_left = prepared.search_left  # cost-aware suggestion weighs candidates by the search's time left
+    return prepared
 
-        history, suggest_seconds, parallel_stats = parallel_loop(
-            strategy, evaluator, history, y_val=splits.y_val, budget=budget,
-            time_left=None if deadline is None else search_left, predictor=predictor, space=space, seed=seed,
-            store=store, constraints=constraints, progress=progress, workers=workers, scheduler=scheduler,
-            on_finished=finished)
-        stopped = parallel_stats.get("stopped")
-    time_limited = _accepts_time_limit(evaluator)
-    try:
-        while parallel_stats is None and (budget is None or len(history) < budget):
-            if deadline is not None and search_left() <= (suggest_seconds[-1] if suggest_seconds else 0.0) + \
-                    _least_duration(space, predictor):
-                stopped = "time budget: no evaluation fits in the time left"
-                break
-            suggestion = strategy.suggest(history, y_val=splits.y_val)
-            config = suggestion.config
-            options = {}
-            if deadline is not None:
-                left = search_left()
-                if left > 0 and predictor.predict(algorithm_of(config)) > left:
-                    fill_in = None if candidates is not None else _fitting_configuration(space, predictor, left,
-                                                                                          history, seed)
-                    fill_ins += fill_in is not None
-                    if fill_in is not None:
-                        config = fill_in
-                    elif algorithm_of(config) not in predictor.seconds:
-                        pass  # nothing known fits, and this one's duration is unknown: try it, capped at the deadline
-                    else:
-                        config = None
-                if left <= 0 or config is None:
-                    stopped = (f"time budget: the next evaluation ({algorithm_of(suggestion.config) or 'unknown'}) "
-                               f"would not fit in the {max(left, 0.0):.1f} s left")
-                    break
-                if time_limited:
-                    options["time_limit"] = left
-            began = time.perf_counter()
-            obs = evaluator.evaluate(config, index=len(history), **options)
-            # a worker's start-up (the first evaluation, or after a timeout) is no part of the algorithm's duration
-            start_up = getattr(evaluator, "last_start_seconds", 0.0)
-            predictor.observe(obs.algorithm, time.perf_counter() - began - start_up)
-            if obs.status == DEADLINE:  # the run's time ran out, not the configuration's: nothing to learn
-                stopped = "time budget: the last evaluation was stopped at the deadline and discarded"
-                break
-            suggest_seconds.append(suggestion.seconds)
-            obs = enforce(obs, constraints)
-            if store is not None:
-                store.append(obs)
-            history.append(obs)
-            finished(history, _current_ensemble(suggestion, history))
-            if progress is not None:
-                progress(len(history), budget, obs)
-    finally:
-        evaluator.close()
-    search_seconds = time.perf_counter() - (start if started is None else started)
+
+def _finalize(prepared: _Prepared, outcome: LoopResult, classes, columns) -> SearchResult:
+    """Choose the final members over the history, score them on the test rows and make the result."""
+    p, c = prepared, prepared.config
+    spec, splits, space, loss, task, seed = p.method, p.splits, p.space, p.loss, p.task, c.seed
+    history, stopped, constraints, n_folds = outcome.history, outcome.stopped, p.constraints, p.n_folds
+    search_seconds = time.perf_counter() - (p.start if p.started is None else p.started)
     if not any(obs.status == "ok" for obs in history) and stopped is not None:
-        raise RuntimeError(f"no evaluation finished within the time budget of {time_budget:g} s "
+        raise RuntimeError(f"no evaluation finished within the time budget of {c.time_budget:g} s "
                            f"({len(history)} evaluated); raise the time budget")
     if constraints:
         _require_feasible(history, constraints)
-    choice, val_pred = finalize(spec, strategy, history, splits.y_val, FinalSettings(
-        loss, ensemble, ensemble_size, seed, task, n_classes, sampler=sampler, vote=bool(vote),
-        tune_rho=n_folds is not None, selection_loss=ensemble_loss, bags=ensemble_bags))
+    choice, val_pred = finalize(spec, p.strategy, history, splits.y_val, FinalSettings(
+        loss, c.ensemble, c.ensemble_size, seed, task, p.n_classes, sampler=c.sampler, vote=bool(c.vote),
+        tune_rho=n_folds is not None, selection_loss=p.ensemble_loss, bags=p.ensemble_bags))
     result = SearchResult(
         history=history,
         member_indices=choice.members,
         weights=choice.weights,
         val_loss=float(mean_loss(val_pred, splits.y_val, loss)),
         test_loss=None,
-        suggest_seconds=suggest_seconds,
-        total_seconds=time.perf_counter() - start,
+        suggest_seconds=outcome.suggest_seconds,
+        total_seconds=time.perf_counter() - p.start,
         space=space,
         info={"method": spec.name, "strategy": spec.strategy, "final": spec.final, "metric": loss, "space": space.name,
               "constraints": settings_form(constraints), "cv": n_folds,
               "evaluation": "holdout" if n_folds is None else f"{n_folds}-fold CV", **choice.info,
-              **({} if parallel_stats is None else {"parallel": parallel_stats}),
+              **({} if outcome.parallel is None else {"parallel": outcome.parallel}),
               "search_seconds": search_seconds, **({} if stopped is None else {"stopped": stopped}),
-              **({"ensemble_selection": {"loss": ensemble_loss or loss, "bags": int(ensemble_bags)}}
-                 if spec.final == "ensemble" and spec.options.get("builder", ensemble) == "caruana" else {}),
-              **({"time_fill_ins": fill_ins} if fill_ins else {})},
+              **({"ensemble_selection": {"loss": p.ensemble_loss or loss, "bags": int(p.ensemble_bags)}}
+                 if spec.final == "ensemble" and spec.options.get("builder", c.ensemble) == "caruana" else {}),
+              **({"time_fill_ins": outcome.fill_ins} if outcome.fill_ins else {})},
         stacker=choice.stacker,
         vote=choice.vote,
-        pipelines=pipelines,
-        deadline=deadline,
+        pipelines=p.pipelines,
+        deadline=p.deadline,
     )
     if splits.y_test is not None:
-        if refit:
-            model = fit_model(result, space, splits, task, classes, columns, seed, refit=True, deadline=deadline)
+        if c.refit:
+            model = fit_model(result, space, splits, task, classes, columns, seed, refit=True, deadline=p.deadline)
             test_pred = _model_prediction(model, splits.X_test, task)
         else:
             test_pred = choice.combine([history[i].test_pred for i in choice.members])
@@ -325,55 +321,6 @@ def search(
         result.test_loss = float(mean_loss(test_pred, splits.y_test, loss))
         result.model = model
     return result
-
-
-def _current_ensemble(suggestion, history: Sequence) -> List[int]:
-    """Evaluation indices of the ensemble a diversity-aware suggestion was made for (its pool), if it says."""
-    info = getattr(suggestion, "info", None)
-    pool = info.get("pool", ()) if isinstance(info, dict) else ()
-    return [history[i].index for i in pool if 0 <= int(i) < len(history)]
-
-
-def _fitting_configuration(space: SearchSpace, predictor: DurationPredictor, left: float, history: Sequence,
-                           seed: int) -> Optional[Dict]:
-    """A random new configuration of an algorithm already seen to fit in ``left`` seconds, or, when none is, of
-    one not yet tried (its duration is unknown, so it may fit), or None.
-
-    Near the deadline the strategy's suggestion may be predicted not to fit while faster algorithms would: the
-    time left then still buys evaluations (random ones, as in the initial design), instead of being lost.
-    Deterministic in (seed, number of evaluations), so a resumed run draws the same.
-    """
-    from optdiv.cash.candidates import SpaceCandidates, seen_keys
-
-    fitting = [a for a in space.algorithms if a in predictor.seconds and predictor.predict(a) <= left]
-    if not fitting:  # e.g. the only algorithm tried so far timed out: an untried one may still fit
-        fitting = _untried_algorithms(space, predictor)
-    if not fitting:
-        return None
-    rng = np.random.default_rng([int(seed), len(history), 0x71AE])
-    try:
-        return SpaceCandidates(space).random(rng, seen_keys(history), algorithm=fitting)
-    except RuntimeError:
-        return None
-
-
-def _untried_algorithms(space: SearchSpace, predictor: DurationPredictor) -> List[str]:
-    """The space's algorithms with no observed duration yet."""
-    return [a for a in space.algorithms if a not in predictor.seconds]
-
-
-def _least_duration(space: SearchSpace, predictor: DurationPredictor) -> float:
-    """The shortest duration an evaluation may have: 0 while some algorithm of the space is untried (nothing is
-    known of it), else the fastest algorithm's predicted duration."""
-    return 0.0 if _untried_algorithms(space, predictor) else predictor.fastest()
-
-
-def _accepts_time_limit(evaluator) -> bool:
-    """Whether ``evaluator.evaluate`` takes a per-call ``time_limit`` (the live one does; a replay needs none)."""
-    try:
-        return "time_limit" in inspect.signature(evaluator.evaluate).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _finish_reserve(history: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,

@@ -14,6 +14,9 @@ and ``val_loss = worst_loss(metric)`` (optimisers impute timeouts differently, s
 the true class after the clipping in :mod:`optdiv.core.metrics`), and ``1e30`` for the unbounded
 regression losses ``mse`` / ``mae``.
 
+:meth:`Evaluator.settings` gives back the constructor's arguments, so a Dask worker (optdiv.cash.parallel)
+builds an evaluator that evaluates as the engine's would, whatever options that one was given.
+
 Builders must be picklable by reference (top-level functions of an importable module), because the
 worker imports them; the constructor checks this and raises ``TypeError`` early. With ``spawn``, a
 script that uses the evaluator needs the usual ``if __name__ == "__main__":`` guard.
@@ -112,6 +115,15 @@ class Evaluator:
         """Start the worker now (otherwise the first :meth:`evaluate` does); a no-op in process."""
         if not self.in_process:
             self._ensure_worker()
+
+    def settings(self) -> Dict[str, Any]:
+        """The constructor's arguments except ``splits``: ``Evaluator(splits=splits, **settings())`` evaluates as
+        this one does. A Dask worker builds its evaluators from them (the splits travel separately), so an option
+        given here reaches every worker. ``build`` is the current one, which fault injection may have wrapped."""
+        return {"build": self.build, "task": self.task, "metric": self.metric, "n_classes": self.n_classes,
+                "time_limit": self.time_limit, "seed": self.seed, "memory_limit_mb": self.memory_limit_mb,
+                "in_process": self.in_process, "start_method": self.start_method, "threads": self.threads,
+                "pipelines_dir": self.pipelines_dir}
 
     def close(self) -> None:
         """End the worker process, if any. The evaluator stays usable: a later evaluate restarts it."""

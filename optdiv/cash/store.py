@@ -5,7 +5,7 @@ Layout::
     RUN/
       meta.json              settings of the run, written once; a resumed run must match them
       observations.jsonl     one JSON object per observation (no predictions inline), append-only
-      issued.jsonl           parallel runs only: every suggestion before it was submitted (optdiv.cash.parallel)
+      issued.jsonl           every evaluation before it started: index, configuration, indices then running
       preds/00007_val.npy    float32 validation predictions of observation 7
       preds/00007_test.npy   float32 test predictions of observation 7
       models/ROWS/00007.joblib  the fitted pipeline of observation 7, kept for the final model while it ranks
@@ -18,6 +18,10 @@ half of one. For an observation, its arrays are written **before** its log line,
 always has its arrays. A crash while appending leaves at most a torn last line (no trailing newline):
 :meth:`RunStore.load` ignores it and the next :meth:`RunStore.append` cuts it off before writing.
 A log line whose arrays are missing (deleted by hand) is skipped with a warning.
+
+``issued.jsonl`` (:class:`IssuedLog`) is written, fsynced, before an evaluation starts, so an index issued
+without a result is one that was in flight when the run stopped: a resume evaluates it again with the same
+configuration instead of suggesting another there (optdiv.cash.loop).
 
 Each log line also carries the observation's ``measures`` (what black-box constraints can name) and, for a
 cross-validation timeout, the censored ``partial_loss`` with ``folds_done`` / ``folds_total`` (a resumed
@@ -43,6 +47,8 @@ from .observation import Observation
 
 LOG_NAME = "observations.jsonl"
 META_NAME = "meta.json"
+#: Every evaluation issued, before it starts (one JSON line each, append-only, fsynced).
+ISSUED_NAME = "issued.jsonl"
 PREDS_DIR = "preds"
 #: Folder of the fitted pipelines the evaluator saved (optdiv.cash.pipelines); a run without it still resumes,
 #: its final model is then refitted.
@@ -179,6 +185,7 @@ class RunStore:
         self.preds_dir = self.directory / PREDS_DIR
         self.log_path = self.directory / LOG_NAME
         self.meta_path = self.directory / META_NAME
+        self.issued = IssuedLog(self.directory)
         if self.directory.exists() and not self.directory.is_dir():
             raise RunStoreError(f"run directory {str(self.directory)!r} exists and is not a directory")
         self.preds_dir.mkdir(parents=True, exist_ok=True)
@@ -243,7 +250,7 @@ class RunStore:
 
     def load(self, predictions: bool = True) -> List[Observation]:
         """All complete observations in evaluation-index order (a torn last line and lines without arrays
-        skipped). A parallel run (optdiv.cash.parallel) appends them as they finish, not in index order."""
+        skipped). A run with several workers appends them as they finish, not in index order."""
         out = []
         for record in self._records():
             paths = {}
@@ -345,3 +352,50 @@ class RunStore:
     def _repair_log(self) -> None:
         """Cut a torn last line (bytes after the last newline) left by a crash during an append."""
         cut_torn_line(self.log_path)
+
+
+class IssuedLog:
+    """``issued.jsonl``: every evaluation, written and fsynced before it starts (``directory`` None: in memory
+    only, for a run without a run directory)."""
+
+    def __init__(self, directory: Optional[Union[str, os.PathLike]] = None):
+        self.path = None if directory is None else Path(directory) / ISSUED_NAME
+        self.records: dict = {}
+        self._repaired = False  # a torn line can only precede this process's first append
+
+    def load(self) -> dict:
+        """Index -> record (``index``, ``config``, ``pending``) of every complete line; a torn last line from a
+        crash is ignored, and the first line of an index wins."""
+        self.records = {}
+        if self.path is None or not self.path.exists():
+            return self.records
+        data = self.path.read_bytes()
+        for raw in data.split(b"\n")[:-1]:
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+                index = int(record["index"])
+                record["config"] = dict(record["config"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            self.records.setdefault(index, record)
+        return self.records
+
+    def append(self, index: int, config: dict, pending: Iterable[int]) -> None:
+        """Record that evaluation ``index`` of ``config`` starts while the evaluations ``pending`` run."""
+        record = {"index": int(index), "config": config, "pending": sorted(int(i) for i in pending)}
+        self.records[int(index)] = record
+        if self.path is None:
+            return
+        line = json.dumps(to_jsonable(record), sort_keys=True, allow_nan=False) + "\n"
+        new = not self.path.exists()
+        if not self._repaired:
+            cut_torn_line(self.path)
+            self._repaired = True
+        with open(self.path, "ab") as fh:
+            fh.write(line.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        if new:
+            _fsync_dir(self.path.parent)

@@ -23,16 +23,10 @@ from optdiv.cash.data import from_frame, split
 from optdiv.cash.engine import search
 from optdiv.cash.faults import FAULT_KEY, FaultPlan, FaultyBuild, parse_faults
 from optdiv.cash.methods import get_method, make_strategy
+from optdiv.cash.loop import BelieverModel, suggest_with_pending
 from optdiv.cash.optimizers import PENDING
-from optdiv.cash.parallel import (
-    ISSUED_NAME,
-    BelieverModel,
-    DaskUnavailable,
-    IssuedLog,
-    local_cluster,
-    suggest_with_pending,
-)
-from optdiv.cash.store import RunStore
+from optdiv.cash.parallel import DaskUnavailable, local_cluster
+from optdiv.cash.store import ISSUED_NAME, IssuedLog, RunStore
 
 try:
     import distributed
