@@ -27,6 +27,10 @@ from typing import Callable, Dict, List
 import numpy as np
 from scipy.stats import spearmanr, wilcoxon
 
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
+    sys.path.insert(0, str(REPO))
+
 from optdiv.bench.library import library_dir, load_library
 from optdiv.cash.store import RunStore
 from optdiv.core.acquisition import ranks

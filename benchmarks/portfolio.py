@@ -31,6 +31,10 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
+    sys.path.insert(0, str(REPO))
+
 from optdiv.bench.harness import parse_seeds
 from optdiv.bench.library import library_dir, load_library
 from optdiv.bench.replay import replay_search
