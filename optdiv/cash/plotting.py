@@ -41,10 +41,18 @@ def _figure_class():
     return Figure
 
 
-def new_figure(width: float, height: float):
+def new_figure(width: float, height: float, constrained: bool = False):
     """A matplotlib Figure of ``width`` x ``height`` inches, with no pyplot state; PlottingUnavailable without
-    matplotlib."""
-    return _figure_class()(figsize=(width, height))
+    matplotlib. ``constrained``: constrained layout, which makes room for a colour bar shared by several axes."""
+    figure = _figure_class()
+    return figure(figsize=(width, height), constrained_layout=True) if constrained else figure(figsize=(width, height))
+
+
+def integer_ticks(axis) -> None:
+    """Whole-number ticks on a matplotlib axis that counts (evaluations, members)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
 
 
 def save_png(fig, path: Union[str, os.PathLike], dpi: int = 100) -> Path:

@@ -299,9 +299,7 @@ def _selection_loss(view: RunView) -> Tuple[str, str]:
 def progress_figure(view: RunView, data: Optional[Progress] = None):
     """Validation loss against evaluations (left) and time (right): each successful evaluation, the best single
     model so far, the ensemble of the evaluations so far and the final ensemble; None without a successful run."""
-    from matplotlib.ticker import MaxNLocator
-
-    from optdiv.cash.plotting import new_figure
+    from optdiv.cash.plotting import integer_ticks, new_figure
 
     data = progress(view) if data is None else data
     if not np.isfinite(data.losses).any():
@@ -325,7 +323,7 @@ def progress_figure(view: RunView, data: Optional[Progress] = None):
             ax.plot([end], [final], "*", color="C3", ms=13, label="final ensemble", zorder=4)
         ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
-    axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
+    integer_ticks(axes[0].xaxis)
     axes[0].set_ylabel(f"validation {view.metric}" + ("" if view.evaluation == "holdout" else
                                                       f" ({view.evaluation}, out-of-fold)"))
     axes[0].set_ylim(*_loss_limits(data, final))
@@ -426,9 +424,7 @@ def diversity_figure(view: RunView):
 def algorithms_figure(view: RunView):
     """Evaluations per algorithm, stacked by status, the final ensemble's members counted beside each bar; None
     without evaluations."""
-    from matplotlib.ticker import MaxNLocator
-
-    from optdiv.cash.plotting import new_figure
+    from optdiv.cash.plotting import integer_ticks, new_figure
 
     history = view.history
     if not history:
@@ -463,7 +459,7 @@ def algorithms_figure(view: RunView):
     ax.set_yticklabels(order, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, max(left.max(), 1) * (1.6 if marked else 1.05))  # room for the members' text
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    integer_ticks(ax.xaxis)
     ax.set_xlabel("evaluations")
     ax.set_ylabel("algorithm")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # beside the bars, never on them
