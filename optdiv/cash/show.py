@@ -411,7 +411,7 @@ def diversity_figure(view: RunView):
         for i in range(m):
             for j in range(m):
                 if i != j:
-                    ax.text(j, i, f"{matrix[i, j]:.3g}", ha="center", va="center", fontsize=7,
+                    ax.text(j, i, _short(matrix[i, j]), ha="center", va="center", fontsize=7,
                             color="white" if matrix[i, j] < middle else "black")
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     bar.set_label(diversity_label(kind, view.metric), fontsize=8)
@@ -419,6 +419,11 @@ def diversity_figure(view: RunView):
                  "(diagonal, a member with itself, left blank)", fontsize=9)
     fig.tight_layout()
     return fig, None
+
+
+def _short(value: float) -> str:
+    """A heatmap cell's number in at most about five characters, without an exponent for large losses."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def algorithms_figure(view: RunView):
