@@ -55,6 +55,18 @@ def integer_ticks(axis) -> None:
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
+_UMASK = []
+
+
+def _umask() -> int:
+    """The process's umask, read once (reading it means setting it, so not on every save)."""
+    if not _UMASK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        _UMASK.append(mask)
+    return _UMASK[0]
+
+
 def save_png(fig, path: Union[str, os.PathLike], dpi: int = 100) -> Path:
     """Write ``fig`` to ``path`` as PNG through a temporary file in the same folder and ``os.replace``."""
     path = Path(path)
@@ -63,6 +75,7 @@ def save_png(fig, path: Union[str, os.PathLike], dpi: int = 100) -> Path:
     try:
         with os.fdopen(fd, "wb") as fh:
             fig.savefig(fh, format="png", dpi=dpi)
+        os.chmod(tmp, 0o666 & ~_umask())  # a temporary file is private; a figure is as readable as any file
         os.replace(tmp, str(path))
     except BaseException:
         try:
