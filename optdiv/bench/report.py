@@ -321,7 +321,7 @@ def write_figures(directory: Path, traces: Dict, tables: Dict[str, Dict], focus:
                 ax.axis("off")
             for row in axes:
                 row[0].set_ylabel(label, fontsize=8)
-            handles, labels = {}, []
+            handles = {}
             for ax in axes.ravel():  # every method once, whichever panel drew it
                 for handle, text in zip(*ax.get_legend_handles_labels()):
                     handles.setdefault(text, handle)

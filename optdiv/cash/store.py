@@ -10,7 +10,7 @@ Layout::
       preds/00007_test.npy   float32 test predictions of observation 7
       preds/y_val.npy        the validation targets every validation prediction is scored on (out-of-fold rows
                              under cross-validation), written once when a search starts, so a run that is still
-                             going or was killed can be scored and drawn (optdiv.bench.show)
+                             going or was killed can be scored and drawn (optdiv.cash.show)
       models/ROWS/00007.joblib  the fitted pipeline of observation 7, kept for the final model while it ranks
                              among the best (optdiv.cash.pipelines; ROWS: a digest of its training rows)
       result.json ...        other documents, written with :meth:`RunStore.write_json`
