@@ -1,7 +1,7 @@
 # optdiv developer entry points.
 #
 #   make venv   create .venv (Python 3.11) with optdiv[dev], nox and uv
-#   make demo   optdivbo on breast_cancer (budget 30) with `optdiv run`, into runs/demo
+#   make demo   optdivbo on breast_cancer (budget 30) with `optdiv run`, into runs/demo, then `optdiv show` of it
 #   make test   build every nox session from nothing and run it (what CI runs)
 #   make clean  remove .venv, .nox and build/test caches
 #
@@ -38,6 +38,7 @@ $(STAMP): pyproject.toml
 demo: venv
 	rm -rf runs/demo
 	$(BIN)/optdiv run --data sklearn:breast_cancer --method optdivbo --budget 30 --out runs/demo
+	$(BIN)/optdiv show runs/demo
 
 # --no-reuse-existing-virtualenvs: every session is created from scratch, even
 # if .nox/ is left over from an earlier run. nox runs all sessions even when

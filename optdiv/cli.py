@@ -1,5 +1,5 @@
-"""The ``optdiv`` command: ``run`` a search, ``predict`` with its saved model, ``bench`` the papers'
-experiments, ``report`` their tables, ``demo`` the core."""
+"""The ``optdiv`` command: ``run`` a search, ``show`` its leaderboard and figures, ``predict`` with its saved
+model, ``bench`` the papers' experiments, ``report`` their tables, ``demo`` the core."""
 
 from __future__ import annotations
 
@@ -112,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="run directory for the log, predictions, result.json and model.joblib")
     run.add_argument("--resume", action="store_true", help="continue the run stored in --out")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    show = sub.add_parser("show", help="leaderboard and figures of one run directory (finished, running or killed)")
+    show.add_argument("run_dir", metavar="RUN_DIR", help="the --out directory of `optdiv run`")
+    show.add_argument("--out", metavar="DIR", help="folder for the figures (default: RUN_DIR)")
+    show.add_argument("--no-figures", action="store_true", help="print the leaderboard only")
+    show.add_argument("--top", type=int, metavar="N", help="print only the N best evaluations")
+    show.add_argument("--dpi", type=int, default=100, help="resolution of the PNG figures (default 100)")
 
     predict = sub.add_parser("predict", help="predict with a saved model.joblib")
     predict.add_argument("model")
@@ -234,6 +241,26 @@ def _run(args, started: float) -> int:
     return 0
 
 
+def _show(args) -> int:
+    from optdiv.cash import plotting
+    from optdiv.cash.show import format_leaderboard, read_run, write_figures
+
+    view = read_run(args.run_dir)
+    print(format_leaderboard(view, top=args.top))
+    notes = list(view.notes)
+    if not args.no_figures:
+        if plotting.available():
+            written, left_out = write_figures(view, args.out or args.run_dir, dpi=args.dpi)
+            notes += left_out
+            if written:
+                print("wrote " + ", ".join(str(path) for path in written))
+        else:
+            print(f"optdiv: {plotting.MISSING_MATPLOTLIB}", file=sys.stderr)
+    for note in dict.fromkeys(notes):  # each said once
+        print(f"note: {note}")
+    return 0
+
+
 def _predict(args) -> int:
     import joblib
     import numpy as np
@@ -288,12 +315,18 @@ def _bench(args) -> int:
 
 def _report(args) -> int:
     from optdiv.bench.report import write_report
+    from optdiv.cash import plotting
+
+    figures = not args.no_figures
+    if figures and not plotting.available():
+        print(f"optdiv: report.md without figures: {plotting.MISSING_MATPLOTLIB}", file=sys.stderr)
+        figures = False
 
     methods = [m.strip() for m in args.methods.split(",")] if args.methods else None
     only = [m.strip() for m in args.only.split(",") if m.strip()] if args.only else None
     at = [int(x) for x in args.at.split(",") if x.strip()]
     path = write_report(args.directory, methods=methods, reference=args.reference, focus=args.focus,
-                        figures=not args.no_figures, at=at, only=only, output=args.output,
+                        figures=figures, at=at, only=only, output=args.output,
                         paper_numbers=args.paper_numbers)
     print(f"wrote {path}")
     return 0
@@ -318,6 +351,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "run":
             return _run(args, started)
+        if args.command == "show":
+            return _show(args)
         if args.command == "predict":
             return _predict(args)
         if args.command == "bench":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
+import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
@@ -28,6 +29,7 @@ from optdiv.bench.provenance import provenance_lines
 from optdiv.bench.stats import average_ranks, better_same_worse, lower_tie_higher, paired_p, strictly_lower
 
 METRIC_TITLES = {"error": "Classification test error (%)", "mse": "Regression test MSE", "mae": "Regression test MAE"}
+VALIDATION_TITLES = {"error": "validation error (%)", "mse": "validation MSE", "mae": "validation MAE"}
 FOCUS_METHODS = ("bo-es", "rb-es", "divbo", "optdivbo")
 #: Row order of the tables: the papers' order, then the variants.
 PAPER_ORDER = ("rs", "bo", "tpe", "rb", "eo", "nes", "rs-es", "bo-es", "bo-es100", "rb-es", "kbo-es", "divbo-", "divbo",
@@ -275,70 +277,113 @@ def rank_over_iterations(traces: Dict, metric: str, methods: Sequence[str]):
 
 
 def write_figures(directory: Path, traces: Dict, tables: Dict[str, Dict], focus: Optional[str]) -> List[str]:
-    try:
-        import matplotlib
+    """The report's PNG figures in ``directory``; their names. Every axis is labelled, legends sit beside the
+    plots, and the diversity heatmaps name their members and say what the colour measures. Raises
+    :class:`~optdiv.cash.plotting.PlottingUnavailable` without matplotlib."""
+    from optdiv.cash.plotting import integer_ticks, new_figure, save_png
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return []
+    directory = Path(directory)
     figures = []
     for metric, table in tables.items():
         methods = table["methods"]
         iterations, ranks = rank_over_iterations(traces, metric, methods)
         if len(iterations):
-            fig, ax = plt.subplots(figsize=(7, 4))
-            for m in methods:
-                ax.plot(iterations, ranks[m], label=m)
+            fig = new_figure(8.5, 4)
+            ax = fig.add_subplot()
+            for number, m in enumerate(methods):
+                ax.plot(iterations, ranks[m], label=m, **_line_style(number))
             ax.set_xlabel("evaluations")
-            ax.set_ylabel("average rank (validation loss of the final model)")
-            ax.legend(fontsize=7, ncol=2)
+            ax.set_ylabel("average rank over datasets\n(validation loss of the final model; 1 = best)")
+            integer_ticks(ax.xaxis)
+            ax.legend(fontsize=7, ncol=1 + len(methods) // 14, loc="upper left", bbox_to_anchor=(1.01, 1.0))
             name = f"rank_over_iterations_{metric}.png"
             fig.tight_layout()
-            fig.savefig(Path(directory) / name, dpi=110)
-            plt.close(fig)
+            save_png(fig, directory / name, dpi=110)
             figures.append(name)
         datasets = table["datasets"]
         cols = min(4, len(datasets))
         rows_n = int(np.ceil(len(datasets) / cols))
-        for column, label, stem in (("val", "validation loss of the final model", "validation_curves"),
-                                    ("min_diversity", "min diversity of suggestions to the pool", "min_diversity")):
-            fig, axes = plt.subplots(rows_n, cols, figsize=(4 * cols, 3 * rows_n), squeeze=False)
+        loss_label = VALIDATION_TITLES[metric]
+        for column, label, stem in ((("val", f"{loss_label}\nof the final model", "validation_curves"),
+                                     ("min_diversity", "min DivBO diversity of the\nsuggestions to the pool "
+                                                       "(higher = more different)", "min_diversity"))):
+            fig = new_figure(4 * cols + 1.6, 3 * rows_n + 0.4)
+            axes = fig.subplots(rows_n, cols, squeeze=False)
             for ax, d in zip(axes.ravel(), datasets):
-                for m in methods:
+                for number, m in enumerate(methods):
                     if (d, metric, m) in traces:
                         x, y = mean_curve(traces[(d, metric, m)], column)
-                        ax.plot(x, y * (scale(metric) if column == "val" else 1.0), label=m)
+                        ax.plot(x, y * (scale(metric) if column == "val" else 1.0), label=m, **_line_style(number))
                 ax.set_title(d, fontsize=9)
+                ax.set_xlabel("evaluations", fontsize=8)
+                integer_ticks(ax.xaxis)
             for ax in axes.ravel()[len(datasets):]:
                 ax.axis("off")
-            axes[0, 0].set_ylabel(label, fontsize=8)
-            axes[0, 0].legend(fontsize=6)
+            for row in axes:
+                row[0].set_ylabel(label, fontsize=8)
+            handles = {}
+            for ax in axes.ravel():  # every method once, whichever panel drew it
+                for handle, text in zip(*ax.get_legend_handles_labels()):
+                    handles.setdefault(text, handle)
+            if handles:
+                fig.legend(list(handles.values()), list(handles), fontsize=7, loc="upper left",
+                           bbox_to_anchor=(1 - 1.5 / (4 * cols + 1.6), 0.98), frameon=False)
             name = f"{stem}_{metric}.png"
-            fig.tight_layout()
-            fig.savefig(Path(directory) / name, dpi=90)
-            plt.close(fig)
+            fig.tight_layout(rect=(0, 0, 1 - 1.6 / (4 * cols + 1.6), 1))
+            save_png(fig, directory / name, dpi=90)
             figures.append(name)
         target = focus if focus in datasets else (datasets[0] if datasets else None)
         shown = [m for m in methods if m in FOCUS_METHODS] or methods[:4]
-        mats = []
+        runs = []
         for m in shown:
             path = run_dir(directory, target, metric, m, 0) / "result.json"
             if path.exists():
-                mats.append((m, np.array(json.loads(path.read_text())["member_diversity"])))
-        if mats:
-            fig, axes = plt.subplots(1, len(mats), figsize=(3.2 * len(mats), 3), squeeze=False)
-            top = max(float(np.max(mat)) if mat.size else 0.0 for _, mat in mats) or 1.0
-            for ax, (m, mat) in zip(axes[0], mats):
-                im = ax.imshow(mat, cmap="viridis", vmin=0, vmax=top)  # one scale: panels compare
-                ax.set_title(f"{m} ({target})", fontsize=8)
-                fig.colorbar(im, ax=ax, fraction=0.046)
+                saved = json.loads(path.read_text())
+                matrix = np.array(saved["member_diversity"], dtype=float)
+                if matrix.size:
+                    names = [f"#{i} {a}" for i, a in zip(saved.get("members") or [], saved.get("algorithms") or [])]
+                    runs.append((m, matrix, names if len(names) == len(matrix) else
+                                 [f"#{i}" for i in range(len(matrix))]))
+        if runs:
             name = f"ensemble_diversity_{target}_{metric}.png"
-            fig.tight_layout()
-            fig.savefig(Path(directory) / name, dpi=100)
-            plt.close(fig)
+            _diversity_heatmaps(runs, target, directory / name)
             figures.append(name)
     return figures
+
+
+def _line_style(number: int) -> Dict:
+    """The colour and dash of the ``number``-th method's line: matplotlib's ten colours, then dashed, dotted ...,
+    so a report of more than ten methods never draws two alike."""
+    return {"color": f"C{number % 10}", "linestyle": ("-", "--", ":", "-.")[(number // 10) % 4]}
+
+
+def _diversity_heatmaps(runs: List[Tuple[str, np.ndarray, List[str]]], dataset: str, path: Path) -> None:
+    """One heatmap per method of its final members' DivBO diversity (seed 0), on one colour scale so the panels
+    compare; members named ``#index algorithm``, the diagonal (a member with itself) left blank."""
+    from optdiv.cash.plotting import new_figure, save_png
+
+    largest = max(len(matrix) for _, matrix, _ in runs)
+    side = max(3.6, 0.3 * largest + 2.4)
+    fig = new_figure(side * len(runs) + 1.2, side + 0.3, constrained=True)
+    axes = fig.subplots(1, len(runs), squeeze=False)[0]
+    off_diagonal = [matrix[~np.eye(len(matrix), dtype=bool)] for _, matrix, _ in runs]
+    top = max((float(np.max(values)) for values in off_diagonal if values.size), default=0.0) or 1.0
+    image = None
+    for ax, (m, matrix, names) in zip(axes, runs):
+        shown = matrix.copy()
+        np.fill_diagonal(shown, np.nan)
+        image = ax.imshow(np.ma.masked_invalid(shown), cmap="viridis", vmin=0, vmax=top)
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names, rotation=60, ha="right", fontsize=6)
+        ax.set_yticks(range(len(names)))
+        ax.set_yticklabels(names, fontsize=6)
+        ax.set_title(f"{m} ({dataset}, seed 0): {len(names)} members", fontsize=8)
+        ax.set_xlabel("member: #evaluation algorithm", fontsize=7)
+    axes[0].set_ylabel("member: #evaluation algorithm", fontsize=7)
+    bar = fig.colorbar(image, ax=list(axes), shrink=0.8)
+    bar.set_label("DivBO diversity: how differently two members predict\n(higher = more different, "
+                  "0 = identical; diagonal left blank)", fontsize=7)
+    save_png(fig, path, dpi=100)
 
 
 def algorithm_spread(suggested: Sequence[str], ensemble: Sequence[str]) -> tuple:
@@ -464,7 +509,14 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
                     markdown_table(table, metric), "",
                     f"Wilcoxon ({reference} better / same / worse):", "", wilcoxon_table(table, reference), ""]
     if figures:
-        names = write_figures(directory, traces, tables, focus)
+        from optdiv.cash.plotting import MISSING_MATPLOTLIB, PlottingUnavailable
+
+        try:
+            names = write_figures(directory, traces, tables, focus)
+        except PlottingUnavailable:
+            warnings.warn(f"report without figures: {MISSING_MATPLOTLIB}", UserWarning, stacklevel=2)
+            out += ["## Figures", "", f"(none: {MISSING_MATPLOTLIB})", ""]
+            names = []
         if names:
             out += ["## Figures", ""] + [f"![{n}]({n})" for n in names] + [""]
     path = Path(output) if output else directory / "report.md"

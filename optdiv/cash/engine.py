@@ -137,6 +137,8 @@ def search(
     """
     prepared = _prepare(splits, task, RunConfig.from_options(config, **options), n_classes=n_classes, store=store,
                         candidates=candidates, evaluator=evaluator, started=started)
+    if store is not None:  # the targets every stored prediction is scored on, for reading the run back
+        store.save_targets(prepared.splits.y_val)
     c = prepared.config
     outcome = search_loop(
         prepared.strategy, prepared.runner, prepared.history, y_val=prepared.splits.y_val, space=prepared.space,

@@ -31,11 +31,17 @@ first instead of random configurations (optdiv.cash.portfolio).
 Every option of ``optdiv run`` is a constructor argument with the same meaning (``constraints``, ``workers`` /
 ``scheduler`` for Dask, ``sampler``, ``vote``, ``pool``, ``memory_limit_mb``, ``faults``, ...): they are the fields
 of :class:`~optdiv.cash.run_config.RunConfig`, which :meth:`run_config` returns.
+
+After ``fit``, ``leaderboard()`` is every evaluation as a DataFrame (best validation loss first, with the final
+ensemble's weights), ``show(folder)`` writes the figures ``optdiv show`` draws of a run directory, and
+``plot_progress()`` / ``plot_diversity()`` / ``plot_algorithms()`` return them as matplotlib figures (the ``plot``
+extra); all of them read the history the estimator keeps (optdiv.cash.show).
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Optional
 
 import numpy as np
@@ -142,6 +148,7 @@ class _OptDivEstimator(BaseEstimator):
             if result.pipelines is not None:
                 result.pipelines.cleanup()  # the members are in the ensemble now; the temporary folder can go
         self.result_ = result
+        self.validation_targets_ = np.asarray(splits.y_val)  # what the history's validation predictions score on
         self.weights_ = np.asarray(result.weights)
         self.members_ = self.ensemble_.info
         self.val_loss_ = result.val_loss
@@ -170,6 +177,49 @@ class _OptDivEstimator(BaseEstimator):
             for obs in self.result_.history
         ]
         return pd.DataFrame(rows)
+
+    def _view(self):
+        from optdiv.cash.show import view_of_search
+
+        self._check_fitted()
+        return view_of_search(self.result_, self.validation_targets_, self._task, type(self).__name__,
+                              self.ensemble_size)
+
+    def leaderboard(self):
+        """Every evaluation, best validation loss first: index, algorithm, status, val_loss (NaN for a failure),
+        fit_seconds and the final ensemble's weight (0 outside it), as a pandas DataFrame."""
+        from optdiv.cash.show import leaderboard
+
+        return leaderboard(self._view())
+
+    def show(self, path=".", dpi: int = 100):
+        """Write the search's figures (progress.png, ensemble_diversity.png, algorithms.png) into the folder
+        ``path``; returns their paths. Needs matplotlib (``pip install "optdiv[plot]"``)."""
+        from optdiv.cash.show import write_figures
+
+        view = self._view()
+        written, notes = write_figures(view, path, dpi=dpi)
+        for note in dict.fromkeys(view.notes + notes):  # what was left out, each said once
+            warnings.warn(note, UserWarning, stacklevel=2)
+        return written
+
+    def plot_progress(self):
+        """The search's validation loss against evaluations and time, as a matplotlib Figure."""
+        from optdiv.cash.show import progress_figure
+
+        return progress_figure(self._view())
+
+    def plot_diversity(self):
+        """The final ensemble's pairwise diversity heatmap as a matplotlib Figure (None for a single member)."""
+        from optdiv.cash.show import diversity_figure
+
+        return diversity_figure(self._view())[0]
+
+    def plot_algorithms(self):
+        """Evaluations per algorithm by status, the ensemble's members marked, as a matplotlib Figure."""
+        from optdiv.cash.show import algorithms_figure
+
+        return algorithms_figure(self._view())
 
     def _check_fitted(self):
         if not hasattr(self, "ensemble_"):

@@ -143,6 +143,8 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
             state["stopped"] = "time budget: the last evaluation was stopped at the deadline and discarded"
             return
         obs = enforce(obs, constraints)
+        if obs.recorded_at is None:  # for progress against wall time (optdiv.cash.show); no search reads it
+            obs.recorded_at = time.time()
         if store is not None:
             store.append(obs)
         if done and done[-1].index > obs.index:

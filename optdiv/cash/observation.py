@@ -38,6 +38,10 @@ class Observation:
     uninformative: ``partial_loss`` is the loss of the out-of-fold predictions of those folds' rows, which
     the optimisers use instead of the worst loss. It still has no predictions (the other folds' rows were never
     predicted), so it never enters an ensemble. ``None`` / 0 for every other observation.
+
+    ``recorded_at`` (seconds since the epoch) is when the search recorded the observation, so a run's progress
+    can be drawn against wall time; ``None`` before it is recorded and for log lines written before it was kept.
+    Nothing in a search reads it.
     """
 
     config: Dict[str, Any]
@@ -54,6 +58,7 @@ class Observation:
     partial_loss: Optional[float] = None
     folds_done: int = 0
     folds_total: int = 0
+    recorded_at: Optional[float] = None
 
     @property
     def ok(self) -> bool:

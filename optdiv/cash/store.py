@@ -8,6 +8,9 @@ Layout::
       issued.jsonl           every evaluation before it started: index, configuration, indices then running
       preds/00007_val.npy    float32 validation predictions of observation 7
       preds/00007_test.npy   float32 test predictions of observation 7
+      preds/y_val.npy        the validation targets every validation prediction is scored on (out-of-fold rows
+                             under cross-validation), written once when a search starts, so a run that is still
+                             going or was killed can be scored and drawn (optdiv.cash.show)
       models/ROWS/00007.joblib  the fitted pipeline of observation 7, kept for the final model while it ranks
                              among the best (optdiv.cash.pipelines; ROWS: a digest of its training rows)
       result.json ...        other documents, written with :meth:`RunStore.write_json`
@@ -26,7 +29,8 @@ configuration instead of suggesting another there (optdiv.cash.loop).
 Each log line also carries the observation's ``measures`` (what black-box constraints can name) and, for a
 cross-validation timeout, the censored ``partial_loss`` with ``folds_done`` / ``folds_total`` (a resumed
 search imputes it as the uninterrupted one did); lines written before these were recorded load with an empty
-dict and ``None`` / 0.
+dict and ``None`` / 0. Each line also carries ``recorded_at``, seconds since the epoch when the search recorded it
+(the wall-time axis of ``optdiv show``); older lines load with ``None``.
 
 One writer per run directory at a time.
 """
@@ -37,6 +41,7 @@ import json
 import math
 import os
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Iterable, List, Optional, Union
@@ -50,6 +55,8 @@ META_NAME = "meta.json"
 #: Every evaluation issued, before it starts (one JSON line each, append-only, fsynced).
 ISSUED_NAME = "issued.jsonl"
 PREDS_DIR = "preds"
+#: The validation targets, in ``preds/`` (absent from run directories written before they were kept).
+TARGETS_NAME = "y_val.npy"
 #: Folder of the fitted pipelines the evaluator saved (optdiv.cash.pipelines); a run without it still resumes,
 #: its final model is then refitted.
 MODELS_DIR = "models"
@@ -231,6 +238,18 @@ class RunStore:
 
     # -- observations -------------------------------------------------------------------------------
 
+    def save_targets(self, y_val) -> None:
+        """Keep the validation targets once (atomically): the first search into this directory writes them and a
+        resumed one, scoring the same rows, leaves them."""
+        path = self.preds_dir / TARGETS_NAME
+        if not path.exists():
+            atomic_save_npy(path, np.asarray(y_val))
+
+    def load_targets(self) -> Optional[np.ndarray]:
+        """The validation targets, or None for a run directory written before they were kept."""
+        path = self.preds_dir / TARGETS_NAME
+        return np.load(str(path), allow_pickle=False) if path.exists() else None
+
     def pred_path(self, index: int, part: str) -> Path:
         return self.preds_dir / f"{int(index):05d}_{part}.npy"
 
@@ -284,6 +303,7 @@ class RunStore:
                     partial_loss=_read_float(record.get("partial_loss")),
                     folds_done=int(record.get("folds_done") or 0),
                     folds_total=int(record.get("folds_total") or 0),
+                    recorded_at=_read_float(record.get("recorded_at")),
                 )
             )
         out.sort(key=lambda obs: obs.index)  # stable: a sequential log is already in this order
@@ -322,6 +342,8 @@ class RunStore:
             "partial_loss": to_jsonable(getattr(obs, "partial_loss", None)),
             "folds_done": int(getattr(obs, "folds_done", 0) or 0),
             "folds_total": int(getattr(obs, "folds_total", 0) or 0),
+            "recorded_at": to_jsonable(obs.recorded_at if getattr(obs, "recorded_at", None) is not None
+                                       else time.time()),
             "val_pred": None,
             "test_pred": None,
         }

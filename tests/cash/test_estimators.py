@@ -83,3 +83,25 @@ def test_cross_validation_uses_every_row_for_the_ensemble_and_the_members():
     assert ok and all(len(obs.val_pred) == 150 for obs in ok)  # out-of-fold predictions for all rows given
     assert {member["source"] for member in clf.members_} == {"refitted"}  # fold fits are not kept: refitted
     assert clf.score(x[150:], y[150:]) > 0.8
+
+
+def test_leaderboard_and_figures_of_a_fitted_estimator(fitted_classifier, tmp_path):
+    clf = fitted_classifier[0]
+    board = clf.leaderboard()
+    history = clf.history_
+    assert len(board) == len(history) == 7
+    assert sorted(board["index"]) == sorted(history["index"])
+    assert dict(zip(board["index"], board["status"])) == dict(zip(history["index"], history["status"]))
+    members = [m["index"] for m in clf.members_]
+    weights = board.set_index("index")["weight"]
+    assert weights.sum() == pytest.approx(1.0)
+    for position, weight in zip(members, clf.weights_):
+        assert weights[clf.result_.history[position].index] == pytest.approx(weight)
+    written = clf.show(tmp_path)
+    names = {path.name for path in written}
+    assert {"progress.png", "algorithms.png"} <= names
+    assert ("ensemble_diversity.png" in names) == (len(members) > 1)
+    assert all(path.stat().st_size > 1000 for path in written)
+    assert clf.plot_progress() is not None and clf.plot_algorithms() is not None
+    with pytest.raises(NotFittedError):
+        OptDivClassifier().leaderboard()

@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -55,6 +56,27 @@ def test_roundtrip(tmp_path):
     assert all(len(line) < 1000 for line in lines)  # predictions are not inline
     light = s.load(predictions=False)
     assert light[0].val_pred is None and light[0].val_loss == 0.25
+
+
+def test_each_line_records_when_and_the_targets_are_kept_once(tmp_path):
+    s = RunStore(tmp_path)
+    stamped = _ok(0)
+    stamped.recorded_at = 1700000000.5  # as the search loop sets it
+    before = time.time()
+    s.append(stamped)
+    s.append(_failed(1))  # recorded by the store itself when the caller set no time
+    first, second = s.load()
+    assert first.recorded_at == 1700000000.5 and before <= second.recorded_at <= time.time()
+    log = tmp_path / "observations.jsonl"
+    old = [{k: v for k, v in json.loads(line).items() if k != "recorded_at"} for line in log.read_text().splitlines()]
+    log.write_text("".join(json.dumps(record) + "\n" for record in old))  # a log written before the field
+    assert [o.recorded_at for o in RunStore(tmp_path).load()] == [None, None]
+
+    assert s.load_targets() is None  # a run directory from before the targets were kept
+    s.save_targets(np.array([0, 1, 1]))
+    s.save_targets(np.array([9, 9, 9]))  # a resumed search scores the same rows: the first stays
+    np.testing.assert_array_equal(RunStore(tmp_path).load_targets(), [0, 1, 1])
+    assert [o.index for o in s.load()] == [0, 1]  # the targets are not an observation's arrays
 
 
 def test_torn_last_line_is_ignored_and_repaired(tmp_path):
