@@ -261,6 +261,33 @@ def test_regression_with_the_switch(tmp_path):
     assert r2 > 0.2, r2
 
 
+@pytest.mark.timeout(400)
+def test_roc_auc_builds_the_pool_with_autosklearns_loss(tmp_path):
+    """A metric optdiv cannot compute: the pool minimises auto-sklearn's own loss for it on real runs'
+    predictions, the diversity is the black-box mix of the 0/1 error entry."""
+    import autosklearn.metrics
+    from autosklearn.classification import AutoSklearnClassifier
+    from sklearn.datasets import load_breast_cancer
+
+    from optdiv.integrations.autosklearn import optdiv_smac
+
+    X, y = load_breast_cancer(return_X_y=True)
+    callback = optdiv_smac(method="optdivbo", strict=True)
+    automl = AutoSklearnClassifier(
+        get_smac_object_callback=callback,
+        metric=autosklearn.metrics.roc_auc,
+        initial_configurations_via_metalearning=2,
+        include={"classifier": FAST_CLASSIFIERS, "feature_preprocessor": NO_PREPROCESSING},
+        **_common(tmp_path, 45),
+    )
+    automl.fit(X, y, dataset_name="breast_cancer_auc")
+
+    report = callback.report
+    assert report.metric == "error" and report.pool_metric == "roc_auc"
+    _check_report_after_fit(report, _runs_in_order(automl))  # strict: every pool on roc_auc was built
+    assert "pool on roc_auc" in report.summary()
+
+
 @pytest.fixture
 def crashing_classifier():
     """Registers a classifier whose fit always raises, through auto-sklearn's public add_classifier, and
@@ -536,3 +563,61 @@ def test_changed_host_stops_the_autosklearn_fit(tmp_path, monkeypatch):
     with pytest.raises(HostVersionError, match="get_smac_object"):
         automl.fit(X, y)
     assert automl.optdiv_.report.n_calls == 0
+
+
+def test_pool_metric_follows_autosklearns_metric(tmp_path):
+    import autosklearn.metrics
+    from autosklearn.constants import BINARY_CLASSIFICATION, REGRESSION
+
+    from optdiv.integrations.autosklearn import _HostLoss, optdiv_smac
+
+    cases = [  # auto-sklearn metric, task, callback metric -> report.metric, report.pool_metric, host loss used
+        (autosklearn.metrics.balanced_accuracy, BINARY_CLASSIFICATION, None, "error", "balanced_accuracy", True),
+        (autosklearn.metrics.f1, BINARY_CLASSIFICATION, None, "error", "f1", True),
+        (autosklearn.metrics.accuracy, BINARY_CLASSIFICATION, None, "error", "error", False),
+        (autosklearn.metrics.log_loss, BINARY_CLASSIFICATION, None, "log_loss", "log_loss", False),
+        (autosklearn.metrics.roc_auc, BINARY_CLASSIFICATION, "brier", "brier", "brier", False),
+        (autosklearn.metrics.r2, REGRESSION, None, "mse", "mse", False),
+        (autosklearn.metrics.median_absolute_error, REGRESSION, None, "mae", "median_absolute_error", True),
+    ]
+    for i, (metric, task, ours, loss, pool_metric, host_loss) in enumerate(cases):
+        y_val = np.array([0, 1] * 10) if task == BINARY_CLASSIFICATION else np.linspace(0.0, 1.0, 20)
+        args = _smac_args(tmp_path / str(i), y_val=y_val, metric=metric, task=task)
+        callback = optdiv_smac("optdivbo", metric=ours)
+        selector = callback(**args).solver.epm_chooser.acq_optimizer.selector
+        assert (callback.report.metric, callback.report.pool_metric) == (loss, pool_metric), metric.name
+        assert isinstance(selector.pool_scorer, _HostLoss) == host_loss, metric.name
+        if host_loss:
+            assert selector.pool_scorer.scorer is metric and selector.pool_scorer.task_type == task
+            prediction = np.stack([1.0 - y_val, y_val], axis=1) if task == BINARY_CLASSIFICATION else y_val
+            assert selector.pool_scorer(y_val, prediction) == pytest.approx(0.0)  # a perfect prediction
+
+    args = _smac_args(tmp_path / "ab", metric=autosklearn.metrics.roc_auc)
+    with pytest.raises(ValueError, match="pool_builder='caruana'"):
+        optdiv_smac("optdivbo", selector_kwargs={"pool_builder": "agnostic_bayes"})(**args)
+    with pytest.raises(ValueError, match="set from auto-sklearn's metric"):
+        optdiv_smac("optdivbo", selector_kwargs={"pool_scorer": len})
+
+
+def test_roc_auc_pool_on_a_constructed_history(tmp_path):
+    """SMAC's suggestion with auto-sklearn's roc_auc loss building the pool over the runs' prediction files."""
+    import autosklearn.metrics
+    from autosklearn.constants import BINARY_CLASSIFICATION
+    from autosklearn.metrics import calculate_loss
+
+    from optdiv.core.pool import build_pool
+    from optdiv.integrations.autosklearn import optdiv_smac
+
+    callback = optdiv_smac("optdivbo", strict=True)
+    smac, y, finished = _smac_with_history(tmp_path, callback, metric=autosklearn.metrics.roc_auc)
+    _smac_suggestion(smac)
+    assert callback.report.calls[-1]["diversity_ranked"] and callback.report.pool_metric == "roc_auc"
+    selector = smac.solver.epm_chooser.acq_optimizer.selector
+    preds = np.stack([p for _, p in finished])
+
+    def auc_loss(pool):
+        ensemble = np.tensordot(pool.weights, preds[pool.indices].astype(np.float64), axes=1) / pool.weights.sum()
+        return calculate_loss(y, ensemble, BINARY_CLASSIFICATION, autosklearn.metrics.roc_auc)
+
+    by_error = build_pool(preds, y, "error", size=selector.ensemble_size, seed=selector.seed)
+    assert auc_loss(selector.pool_) < auc_loss(by_error)  # another pool than 0/1 error's, better on roc_auc
