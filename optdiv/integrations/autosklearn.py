@@ -281,8 +281,8 @@ class OptDivReport:
     """What the optdiv maximiser did during one auto-sklearn fit.
 
     ``calls`` holds one dict per call of the maximiser (SMAC asks it only after the initial design, and
-    only when its random interleaving does not pick a random configuration): ``finished_runs`` (runs in
-    SMAC's history at that moment), ``observations`` (runs with predictions), ``candidates``, ``weight``
+    only when its random interleaving does not pick a random configuration): ``finished_runs`` (finished
+    runs in SMAC's history at that moment), ``observations`` (runs with predictions), ``candidates``, ``weight``
     w(t), ``diversity_ranked`` (the diversity rank entered the order), ``changed`` (the first new
     candidate has a lower EI than SMAC's best), ``ei_rank`` of the chosen candidate, ``config`` (the chosen
     candidate as a dict: the configuration SMAC runs next), ``running`` (configurations still being evaluated
@@ -430,6 +430,7 @@ def _maximizer_class() -> type:
     if "maximizer" in _CLASSES:
         return _CLASSES["maximizer"]
     from smac.optimizer.ei_optimization import LocalAndSortedRandomSearch
+    from smac.tae import StatusType
 
     from optdiv.cash.encoding import ConfigEncoder
 
@@ -475,7 +476,8 @@ def _maximizer_class() -> type:
                     continue
                 seen.add(config)
                 (old if config in used else fresh).append((acq, config))
-            call = {"finished_runs": len(runhistory.data), "observations": n_obs, "running": 0,
+            n_finished = sum(1 for value in list(runhistory.data.values()) if value.status != StatusType.RUNNING)
+            call = {"finished_runs": n_finished, "observations": n_obs, "running": 0,
                     "candidates": len(fresh), "weight": 0.0, "diversity_ranked": False, "changed": False,
                     "ei_rank": 1.0, "pool_size": 0, "seconds": 0.0,
                     "config": fresh[0][1].get_dictionary() if fresh else None}

@@ -288,6 +288,36 @@ def test_roc_auc_builds_the_pool_with_autosklearns_loss(tmp_path):
     assert "pool on roc_auc" in report.summary()
 
 
+@pytest.mark.timeout(400)
+def test_two_workers_see_running_configurations(tmp_path):
+    """n_jobs=2 (auto-sklearn's dask workers): suggestions made while the other worker runs take that run
+    into account. Each run starts a fresh process here (auto-sklearn uses forkserver with several workers),
+    hence the longer per-run limit."""
+    from autosklearn.classification import AutoSklearnClassifier
+    from sklearn.datasets import load_breast_cancer
+
+    from optdiv.integrations.autosklearn import optdiv_smac
+
+    X, y = load_breast_cancer(return_X_y=True)
+    callback = optdiv_smac(method="optdivbo", strict=True)
+    automl = AutoSklearnClassifier(
+        get_smac_object_callback=callback,
+        initial_configurations_via_metalearning=2,
+        include={"classifier": ["lda", "k_nearest_neighbors", "liblinear_svc"],
+                 "feature_preprocessor": NO_PREPROCESSING},
+        **{**_common(tmp_path, 60), "n_jobs": 2, "per_run_time_limit": 30},
+    )
+    automl.fit(X, y, dataset_name="breast_cancer_two_workers")
+
+    report = callback.report
+    assert report.n_fallbacks == 0, report.last_error
+    assert report.n_with_running >= 1, report.calls
+    for call in report.calls:
+        if call["running"]:
+            assert call["observations"] >= 1  # believers need a finished run to borrow predictions from
+            assert call["diversity_ranked"] == (call["weight"] > 0)  # finished + believers: at least 2
+
+
 @pytest.fixture
 def crashing_classifier():
     """Registers a classifier whose fit always raises, through auto-sklearn's public add_classifier, and
