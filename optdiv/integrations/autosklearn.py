@@ -98,8 +98,8 @@ def computes_exactly(autosklearn_metric: str, classification: bool) -> bool:
 
 
 class _HostLoss:
-    """auto-sklearn's loss for its Scorer (lower is better) on an averaged prediction, the number its own
-    ensemble builder minimises; picklable, so a fitted estimator that keeps its callback still pickles."""
+    """auto-sklearn's loss for its Scorer (lower is better) on an averaged prediction: the number its own
+    ensemble builder minimises, so the temporary pool is chosen the way auto-sklearn's ensemble will be."""
 
     def __init__(self, scorer, task_type: int):
         self.scorer, self.task_type = scorer, int(task_type)

@@ -481,6 +481,8 @@ def test_diversity_term_changes_smacs_pick(tmp_path):
 def test_running_configurations_enter_the_selector_as_believers(tmp_path):
     """With several workers SMAC's history holds RUNNING entries: each enters the selector for that suggestion,
     with the mean predictions of its three nearest finished runs, and is counted in the report."""
+    from ConfigSpace import Configuration
+
     from optdiv.core.diversity import pairwise_diversity
     from optdiv.integrations.autosklearn import optdiv_smac
 
@@ -500,8 +502,6 @@ def test_running_configurations_enter_the_selector_as_believers(tmp_path):
     maximizer = smac.solver.epm_chooser.acq_optimizer
     selector = maximizer.selector
     assert selector.observations_.shape[0] == 14  # 12 finished runs + 2 believers
-    from ConfigSpace import Configuration
-
     cs = maximizer.config_space
     np.testing.assert_allclose(selector.observations_[12:], maximizer.encoder.encode(
         [Configuration(cs, values) for values in running]))
