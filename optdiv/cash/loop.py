@@ -65,9 +65,7 @@ from optdiv.cash.constraints import enforce
 from optdiv.cash.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
 from optdiv.cash.optimizers import PENDING, _losses_with_failures
 from optdiv.cash.store import IssuedLog, to_jsonable
-
-#: Nearest successful configurations whose predictions make a pending configuration's believed behaviour.
-BELIEVER_NEIGHBOURS = 3
+from optdiv.core.believers import BELIEVER_NEIGHBOURS, believed_predictions  # noqa: F401 (the rule's home)
 
 #: Times one evaluation may be lost (worker killed, task cancelled, deadline passed) before it is recorded
 #: as failed: lost once it is re-queued, lost twice it fails.
@@ -326,14 +324,8 @@ class BelieverModel:
         ok = [obs for obs in finished if obs.status == "ok" and obs.val_pred is not None]
         if not ok:
             return [None] * len(pending_x)
-        ok_x = self.source.encode_history(ok)
-        preds = np.stack([obs.val_pred for obs in ok]).astype(np.float64)
-        out = []
-        for row in pending_x:
-            distance = np.abs(ok_x - row).sum(axis=1)
-            nearest = np.argsort(distance, kind="stable")[: self.neighbours]
-            out.append(preds[nearest].mean(axis=0).astype(np.float32))
-        return out
+        return believed_predictions(self.source.encode_history(ok), np.stack([obs.val_pred for obs in ok]),
+                                    pending_x, self.neighbours)
 
 
 def with_pending(finished: Sequence, pending: Sequence[Tuple[int, dict]], believer: BelieverModel) -> List:

@@ -9,7 +9,8 @@ one of the five here and nowhere else. A name belongs to one of three tiers:
   optimises these exactly, so the standalone engine accepts them (:func:`resolve`);
 * **host names**: a host's metric that optdiv cannot compute per example, whose search uses this loss's
   temporary pool and diversity (median absolute error -> mae, F1 / AUC -> 0/1 error's black-box mix).
-  Only the adapters and the selector accept them (:func:`resolve_host`): the host scores the runs itself;
+  Only the adapters and the selector accept them (:func:`resolve_host`): the host scores the runs itself
+  (and may hand the selector its own loss for the pool, ``pool_scorer``, as the auto-sklearn adapter does);
 * any other name, for a host only: the **fallback** of its task (:data:`FALLBACK`), 0/1 error for
   classification (OptDivBO's black-box diversity, as auto-sklearn's adapter did) and squared error for
   regression (as AutoGluon's adapter did).

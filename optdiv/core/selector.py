@@ -17,7 +17,7 @@ change); then candidates are ranked by ``R_perf + w(t) R_div`` (docs/method.md, 
 from __future__ import annotations
 
 import hashlib
-from typing import Hashable, NamedTuple, Optional
+from typing import Callable, Hashable, NamedTuple, Optional
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from .diversity import (
     pairwise_diversity,
 )
 from .metric_vocabulary import resolve_host, task_of
-from .pool import POOL_BUILDERS, Pool, build_pool
+from .pool import POOL_BUILDERS, POOL_NBEST, Pool, build_pool
 from .surrogates import DiversitySurrogate
 
 #: The methods whose suggestion this selector makes (the rest of a host's methods never ask it).
@@ -77,6 +77,12 @@ class DiversityAwareSelector:
     papers' form, or ``"rank"``; see DiversitySurrogate). ``seed`` (non-negative) fixes the pool's
     tie-breaks, the surrogate and DivBO's draws.
 
+    ``pool_scorer``: a host's own loss for a metric optdiv cannot compute, ``fn(y_true, y_pred) -> float``
+    (lower is better) on an averaged ensemble prediction; the pool's ensemble selection then minimises it
+    instead of the metric's loss, among the ``pool_nbest`` models with the lowest scorer loss of their own
+    (it costs one call per model and round). The diversity kind stays the metric's. Caruana pools only:
+    Agnostic Bayes needs per-example losses.
+
     Fitted state, for hosts that report it: ``pool_`` (Pool), ``diversity_`` ((t, t) matrix),
     ``surrogate_`` (None below 2 observations), ``observations_``.
     """
@@ -98,6 +104,8 @@ class DiversityAwareSelector:
         fixed_weight: Optional[float] = None,
         diversity_target: str = "raw",
         paper_clip: bool = False,
+        pool_scorer: Optional[Callable[[np.ndarray, np.ndarray], float]] = None,
+        pool_nbest: int = POOL_NBEST,
     ):
         if method not in DIVERSITY_METHODS:
             raise ValueError(f"unknown method {method!r}; choose one of {', '.join(DIVERSITY_METHODS)}")
@@ -115,6 +123,13 @@ class DiversityAwareSelector:
                              f"{', '.join(DiversitySurrogate.TARGETS)}")
         if fixed_weight is not None and not (np.isfinite(fixed_weight) and fixed_weight >= 0):
             raise ValueError(f"fixed_weight must be a finite number >= 0; got {fixed_weight!r}")
+        if pool_scorer is not None and not callable(pool_scorer):
+            raise ValueError(f"pool_scorer must be a callable fn(y_true, y_pred) -> loss; got {pool_scorer!r}")
+        if pool_scorer is not None and pool_builder != "caruana":
+            raise ValueError(f"pool_scorer needs the caruana pool builder: {pool_builder!r} needs per-example "
+                             f"losses, which a black-box scorer does not give")
+        if isinstance(pool_nbest, bool) or not isinstance(pool_nbest, (int, np.integer)) or pool_nbest < 1:
+            raise ValueError(f"pool_nbest must be a positive integer; got {pool_nbest!r}")
         self.method, self.metric, self.kind = method, metric, kind
         self.ensemble_size, self.pool_builder = int(ensemble_size), pool_builder
         self.n_members, self.max_pairs = int(n_members), int(max_pairs)
@@ -122,6 +137,7 @@ class DiversityAwareSelector:
         self.n_samples, self.seed = int(n_samples), int(seed)
         self.fixed_weight = None if fixed_weight is None else float(fixed_weight)
         self.diversity_target = diversity_target
+        self.pool_scorer, self.pool_nbest = pool_scorer, int(pool_nbest)
 
         self.pool_: Optional[Pool] = None
         self.diversity_: Optional[np.ndarray] = None  # (t, t) pairwise diversity of the observations
@@ -171,7 +187,7 @@ class DiversityAwareSelector:
             return self
 
         classification = preds.ndim == 3
-        loss = pool_loss(self.metric, classification)
+        loss = pool_loss(self.metric, classification) if self.pool_scorer is None else self.pool_scorer
         allowed = CLASSIFICATION_KINDS if classification else REGRESSION_KINDS
         if self.kind not in allowed:
             task = "classification" if classification else "regression"
@@ -180,7 +196,8 @@ class DiversityAwareSelector:
                 f"classification mix; name the loss, e.g. 'mse', or pass kind)")
             raise ValueError(f"diversity kind {self.kind!r} does not apply to {task}; use one of {allowed}{hint}")
 
-        pool = build_pool(preds, y, loss, size=self.ensemble_size, builder=self.pool_builder, seed=self.seed)
+        pool = build_pool(preds, y, loss, size=self.ensemble_size, builder=self.pool_builder, seed=self.seed,
+                          nbest=None if self.pool_scorer is None else self.pool_nbest)
         diversity_in, diversity, surrogate = diversity, None, None
         if X.shape[0] >= 2:
             if diversity_in is None:

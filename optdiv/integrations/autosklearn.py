@@ -27,8 +27,22 @@ once and kept in memory, because auto-sklearn deletes the folders of weak runs l
 memory-out runs write no predictions and are skipped. auto-sklearn's ensemble builder still makes the
 final ensemble; :func:`ensemble_members` lists it.
 
-Written against auto-sklearn 0.15.0 and SMAC 1.2 (both imported lazily: importing this module does not
-need them). Differences from the papers, where a host sets the terms: candidates are SMAC's (5,000
+auto-sklearn's metric: when optdiv computes it exactly (accuracy, log_loss, r2, mean_squared_error, ...; the
+metric vocabulary's :func:`~optdiv.core.metric_vocabulary.resolve` knows it) the selector uses that loss; any
+other metric (balanced_accuracy, f1, roc_auc, a custom scorer) builds the temporary pool with auto-sklearn's
+own ``calculate_loss`` for it, as its ensemble builder does, and measures diversity with the vocabulary's kind
+for it (the black-box mix for classification).
+
+Several workers (``n_jobs > 1``): configurations SMAC has submitted and not yet finished (RUNNING in its run
+history) enter the selector for that call with believed predictions, the mean of their three nearest
+finished runs' predictions (:mod:`optdiv.core.believers`, the engine's rule), so the next suggestion is
+diverse against them too.
+
+Host internals this relies on are checked when auto-sklearn builds SMAC (:func:`check_host`): a changed
+host raises :class:`HostVersionError` instead of quietly searching in SMAC's own order.
+
+Written against auto-sklearn 0.15.0 and SMAC 1.2 (:data:`WRITTEN_FOR`; both imported lazily: importing this
+module does not need them). Differences from the papers, where a host sets the terms: candidates are SMAC's (5,000
 sorted random configurations plus local-search results, acq_opt_challengers) and the performance
 acquisition is SMAC's EI on log cost; auto-sklearn's initial design (default + meta-learning
 configurations) replaces the papers' five random suggestions; SMAC's random interleaving (rand_prob)
@@ -41,11 +55,12 @@ import inspect
 import logging
 import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-from optdiv.core.metric_vocabulary import resolve_host
+from optdiv.core.believers import believed_predictions
+from optdiv.core.metric_vocabulary import resolve, resolve_host
 from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector
 
 logger = logging.getLogger(__name__)
@@ -53,6 +68,9 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "OptDivSMAC",
     "OptDivReport",
+    "HostVersionError",
+    "WRITTEN_FOR",
+    "check_host",
     "optdiv_smac",
     "selector_metric",
     "ensemble_members",
@@ -69,6 +87,191 @@ def selector_metric(autosklearn_metric: Optional[str], classification: bool) -> 
     return resolve_host(name, "classification" if classification else "regression").name
 
 
+def computes_exactly(autosklearn_metric: str, classification: bool) -> bool:
+    """Whether optdiv computes this auto-sklearn metric itself (the vocabulary's exact tier: a loss or an
+    alias such as accuracy or r2); if not, the pool is built with auto-sklearn's own loss for it."""
+    try:
+        resolve(str(autosklearn_metric), "classification" if classification else "regression")
+    except ValueError:
+        return False
+    return True
+
+
+class _HostLoss:
+    """auto-sklearn's loss for its Scorer (lower is better) on an averaged prediction: the number its own
+    ensemble builder minimises, so the temporary pool is chosen the way auto-sklearn's ensemble will be."""
+
+    def __init__(self, scorer, task_type: int):
+        self.scorer, self.task_type = scorer, int(task_type)
+
+    def __call__(self, y_true: np.ndarray, y_pred: np.ndarray) -> float:
+        from autosklearn.metrics import calculate_loss
+
+        return float(calculate_loss(y_true, y_pred, self.task_type, self.scorer))
+
+    def __repr__(self) -> str:
+        return f"<auto-sklearn loss of {self.scorer.name}>"
+
+
+# --------------------------------------------------------------------------- #
+# The host internals the adapter relies on, checked when SMAC is built
+# --------------------------------------------------------------------------- #
+
+#: The host versions this adapter was written and tested for.
+WRITTEN_FOR = "auto-sklearn 0.15.0 with SMAC 1.2"
+
+
+class HostVersionError(RuntimeError):
+    """auto-sklearn or SMAC differ from the versions the adapter was written for in something it relies on."""
+
+
+#: ``autosklearn.smbo.get_smac_object``'s parameters, in order: ``OptDivSMAC.__call__`` mirrors that function.
+_GET_SMAC_OBJECT = ("scenario_dict", "seed", "ta", "ta_kwargs", "metalearning_configurations", "n_jobs",
+                    "dask_client", "multi_objective_algorithm", "multi_objective_kwargs")
+_SMAC4AC_KEYWORDS = ("scenario", "rng", "runhistory2epm", "tae_runner", "tae_runner_kwargs",
+                     "initial_configurations", "run_id", "intensifier", "dask_client", "n_jobs",
+                     "multi_objective_algorithm", "multi_objective_kwargs", "acquisition_function_optimizer",
+                     "acquisition_function_optimizer_kwargs")
+_MAXIMIZER_INIT = ("self", "acquisition_function", "config_space", "rng", "max_steps", "n_steps_plateau_walk",
+                   "n_sls_iterations")
+_BACKEND_METHODS = {"get_numrun_directory": ("seed", "num_run", "budget"),
+                    "get_prediction_filename": ("subset", "automl_seed", "idx", "budget"),
+                    "load_targets_ensemble": (), "load_datamanager": ()}
+
+
+def _parameters(function) -> tuple:
+    return tuple(inspect.signature(function).parameters)
+
+
+def _calls(function, name: str) -> bool:
+    """Whether ``function``'s code (nested functions included) refers to the attribute ``name``."""
+    stack = [function.__code__]
+    while stack:
+        code = stack.pop()
+        if name in code.co_names:
+            return True
+        stack.extend(c for c in code.co_consts if inspect.iscode(c))
+    return False
+
+
+def _host_problems(backend=None, ta_kwargs=None) -> List[str]:
+    """Every relied-on host internal that is missing or has another signature (empty: all as expected)."""
+    problems: List[str] = []
+    if ta_kwargs is not None:
+        missing = [key for key in ("backend", "metrics") if key not in ta_kwargs]
+        if missing:
+            problems.append(f"the callback's ta_kwargs: missing {', '.join(missing)}")
+
+    def check(what: str, test: Callable[[], Optional[str]]) -> None:
+        try:
+            found = test()
+        except Exception as exc:  # an import or attribute that is gone is exactly what this looks for
+            found = f"{type(exc).__name__}: {exc}"
+        if found:
+            problems.append(f"{what}: {found}")
+
+    def same(actual, expected) -> Optional[str]:
+        return None if tuple(actual) == tuple(expected) else f"found {tuple(actual)}, expected {tuple(expected)}"
+
+    def covers(actual, expected) -> Optional[str]:
+        missing = [name for name in expected if name not in tuple(actual)]
+        return None if not missing else f"missing {', '.join(missing)}"
+
+    def get_smac_object():
+        from autosklearn.smbo import get_smac_object
+
+        return same(_parameters(get_smac_object), _GET_SMAC_OBJECT)
+
+    def smac4ac():
+        from smac.facade.smac_ac_facade import SMAC4AC
+
+        return covers(_parameters(SMAC4AC.__init__), _SMAC4AC_KEYWORDS)
+
+    def maximizer():
+        from smac.optimizer.ei_optimization import AcquisitionFunctionMaximizer, LocalAndSortedRandomSearch
+
+        if "_maximize" not in vars(LocalAndSortedRandomSearch):
+            return "LocalAndSortedRandomSearch defines no _maximize of its own"
+        if not _calls(AcquisitionFunctionMaximizer.maximize, "_maximize"):
+            return "AcquisitionFunctionMaximizer.maximize no longer calls _maximize"
+        return (same(_parameters(LocalAndSortedRandomSearch.__init__), _MAXIMIZER_INIT)
+                or same(_parameters(LocalAndSortedRandomSearch._maximize),
+                        ("self", "runhistory", "stats", "num_points")))
+
+    def status_type():
+        from smac.tae import StatusType
+
+        return covers([s.name for s in StatusType], ("SUCCESS", "DONOTADVANCE", "RUNNING"))
+
+    def run_history():
+        from smac.runhistory.runhistory import RunHistory, RunKey, RunValue
+
+        rh = RunHistory()
+        found = covers([n for n in ("data", "ids_config", "config_ids", "get_all_configs") if hasattr(rh, n)],
+                       ("data", "ids_config", "config_ids", "get_all_configs"))
+        return (found or covers(RunKey._fields, ("config_id", "budget"))
+                or covers(RunValue._fields, ("status", "additional_info")))
+
+    def backend_methods():
+        if backend is None:
+            from autosklearn.automl_common.common.utils.backend import Backend as owner
+        else:
+            owner = backend
+        for name, params in _BACKEND_METHODS.items():
+            method = getattr(owner, name, None)
+            if method is None:
+                return f"no {name}"
+            actual = [p for p in _parameters(method) if p != "self"]
+            if tuple(actual) != params:
+                return f"{name}{tuple(actual)}, expected {name}{params}"
+        return None
+
+    def loss():
+        from autosklearn.metrics import calculate_loss
+
+        return covers(_parameters(calculate_loss)[:4], ("solution", "prediction", "task_type", "metric"))
+
+    def task_constants():
+        import autosklearn.constants as constants
+
+        names = ("BINARY_CLASSIFICATION", "MULTICLASS_CLASSIFICATION", "MULTILABEL_CLASSIFICATION", "REGRESSION",
+                 "MULTIOUTPUT_REGRESSION")
+        return covers([n for n in names if hasattr(constants, n)], names)
+
+    check("autosklearn.smbo.get_smac_object (the callback mirrors it)", get_smac_object)
+    check("smac SMAC4AC keywords", smac4ac)
+    check("smac LocalAndSortedRandomSearch (the maximiser subclasses it)", maximizer)
+    check("smac StatusType", status_type)
+    check("smac RunHistory / RunKey / RunValue", run_history)
+    check("auto-sklearn backend (run folders, prediction files, targets)", backend_methods)
+    check("autosklearn.metrics.calculate_loss", loss)
+    check("autosklearn.constants task types", task_constants)
+    return problems
+
+
+def _installed() -> str:
+    versions = []
+    for module, label in (("autosklearn", "auto-sklearn"), ("smac", "SMAC")):
+        try:
+            versions.append(f"{label} {__import__(module).__version__}")
+        except Exception:  # not installed or no version attribute
+            versions.append(f"{label} (version unknown)")
+    return " with ".join(versions)
+
+
+def check_host(backend=None, ta_kwargs: Optional[Dict] = None) -> None:
+    """Raise :class:`HostVersionError` unless every auto-sklearn / SMAC internal the adapter relies on is there
+    with the expected signature (``backend``, ``ta_kwargs``: also check what auto-sklearn handed the callback).
+    Called when SMAC is built, so an incompatible host stops the fit at its start instead of searching in
+    SMAC's order unnoticed."""
+    problems = _host_problems(backend, ta_kwargs)
+    if problems:
+        raise HostVersionError(
+            f"optdiv's auto-sklearn adapter was written for {WRITTEN_FOR} and relies on internals that differ "
+            f"in this environment ({_installed()}):\n  - " + "\n  - ".join(problems)
+            + f"\nInstall {WRITTEN_FOR} (pip install auto-sklearn==0.15.0), or fit without optdiv.")
+
+
 # --------------------------------------------------------------------------- #
 # Report: the proof that (and how) the optdiv maximiser ran
 # --------------------------------------------------------------------------- #
@@ -78,16 +281,22 @@ class OptDivReport:
     """What the optdiv maximiser did during one auto-sklearn fit.
 
     ``calls`` holds one dict per call of the maximiser (SMAC asks it only after the initial design, and
-    only when its random interleaving does not pick a random configuration): ``finished_runs`` (runs in
-    SMAC's history at that moment), ``observations`` (runs with predictions), ``candidates``, ``weight``
+    only when its random interleaving does not pick a random configuration): ``finished_runs`` (finished
+    runs in SMAC's history at that moment), ``observations`` (runs with predictions), ``candidates``, ``weight``
     w(t), ``diversity_ranked`` (the diversity rank entered the order), ``changed`` (the first new
     candidate has a lower EI than SMAC's best), ``ei_rank`` of the chosen candidate, ``config`` (the chosen
-    candidate as a dict: the configuration SMAC runs next), ``pool_size`` and ``seconds``.
+    candidate as a dict: the configuration SMAC runs next), ``running`` (configurations still being evaluated
+    that entered the selector with believed predictions), ``pool_size`` and ``seconds``.
+
+    ``metric`` is the vocabulary's loss that sets the diversity kind; ``pool_metric`` what the temporary pool
+    minimises: the same loss, or auto-sklearn's metric name (e.g. ``"roc_auc"``) when optdiv cannot compute
+    that metric and the pool uses auto-sklearn's own loss for it.
     """
 
     def __init__(self, method: str):
         self.method = method
         self.metric: Optional[str] = None
+        self.pool_metric: Optional[str] = None
         self.initial_design_size: Optional[int] = None
         self.calls: List[Dict[str, Any]] = []
         self.n_fallbacks = 0
@@ -109,9 +318,15 @@ class OptDivReport:
         """Suggestions where diversity picked another configuration than EI alone would have."""
         return sum(1 for c in self.calls if c["changed"])
 
+    @property
+    def n_with_running(self) -> int:
+        """Suggestions made while other configurations were running, which the selector took into account."""
+        return sum(1 for c in self.calls if c["running"])
+
     def summary(self) -> str:
-        return (f"optdiv ({self.method}): {self.n_calls} maximiser calls, {self.n_diversity_ranked} "
-                f"diversity-ranked, {self.n_changed} changed by diversity; runs read {self.runs_read}, "
+        return (f"optdiv ({self.method}, pool on {self.pool_metric}): {self.n_calls} maximiser calls, "
+                f"{self.n_diversity_ranked} diversity-ranked, {self.n_changed} changed by diversity, "
+                f"{self.n_with_running} with running configurations; runs read {self.runs_read}, "
                 f"skipped {self.runs_skipped} (failed or without predictions); fallbacks {self.n_fallbacks}")
 
     def __repr__(self) -> str:
@@ -130,6 +345,7 @@ class _RunPredictions:
         self.backend, self.seed, self.encoder, self.report = backend, int(autosklearn_seed), encoder, report
         self._done: set = set()
         self.num_runs: List[int] = []
+        self.config_ids: List[int] = []
         self.X: List[np.ndarray] = []
         self.preds: List[np.ndarray] = []
         self._y: Optional[np.ndarray] = None
@@ -170,9 +386,21 @@ class _RunPredictions:
                 self.report.runs_skipped += 1
                 continue
             self.num_runs.append(int(num_run))
+            self.config_ids.append(int(key.config_id))
             self.X.append(self.encoder.encode([runhistory.ids_config[key.config_id]])[0])
             self.preds.append(arr)
             self.report.runs_read += 1
+
+    def running(self, runhistory) -> List[int]:
+        """Config ids of the runs SMAC has submitted and not finished (several workers), without any already
+        observed, in run-history order."""
+        from smac.tae import StatusType
+
+        observed, out = set(self.config_ids), []
+        for key, value in list(runhistory.data.items()):
+            if value.status == StatusType.RUNNING and key.config_id not in observed and key.config_id not in out:
+                out.append(int(key.config_id))
+        return out
 
     def targets(self, classification: bool) -> np.ndarray:
         if self._y is None:
@@ -202,6 +430,7 @@ def _maximizer_class() -> type:
     if "maximizer" in _CLASSES:
         return _CLASSES["maximizer"]
     from smac.optimizer.ei_optimization import LocalAndSortedRandomSearch
+    from smac.tae import StatusType
 
     from optdiv.cash.encoding import ConfigEncoder
 
@@ -247,9 +476,11 @@ def _maximizer_class() -> type:
                     continue
                 seen.add(config)
                 (old if config in used else fresh).append((acq, config))
-            call = {"finished_runs": len(runhistory.data), "observations": n_obs, "candidates": len(fresh),
-                    "weight": 0.0, "diversity_ranked": False, "changed": False, "ei_rank": 1.0,
-                    "pool_size": 0, "seconds": 0.0, "config": fresh[0][1].get_dictionary() if fresh else None}
+            n_finished = sum(1 for value in list(runhistory.data.values()) if value.status != StatusType.RUNNING)
+            call = {"finished_runs": n_finished, "observations": n_obs, "running": 0,
+                    "candidates": len(fresh), "weight": 0.0, "diversity_ranked": False, "changed": False,
+                    "ei_rank": 1.0, "pool_size": 0, "seconds": 0.0,
+                    "config": fresh[0][1].get_dictionary() if fresh else None}
             if n_obs == 0 or not fresh:
                 call["seconds"] = time.perf_counter() - start
                 self.report.calls.append(call)
@@ -258,24 +489,32 @@ def _maximizer_class() -> type:
             finite = np.isfinite(acq)
             acq = np.where(finite, acq, acq[finite].min() if finite.any() else 0.0)
             candidates = self.encoder.encode([c for _, c in fresh])
-            preds = np.stack(self.runs.preds)
+            observations, preds = np.stack(self.runs.X), np.stack(self.runs.preds)
             if self.classification and preds.ndim != 3:
                 raise ValueError(f"classification run predictions must be (rows, classes); got {preds.shape[1:]}")
             if not self.classification and preds.ndim != 2:
                 raise ValueError(f"regression run predictions must be (rows,); got {preds.shape[1:]}")
+            # several workers: configurations still running enter this call with believed predictions
+            running = self.runs.running(runhistory)
+            if running:
+                running_x = self.encoder.encode([runhistory.ids_config[i] for i in running])
+                believed = np.stack(believed_predictions(observations, preds, running_x))
+                observations = np.concatenate([observations, running_x])
+                preds = np.concatenate([preds, believed.astype(preds.dtype)])
             y = self.runs.targets(self.classification)
-            selection = self.selector.select(candidates, acq, np.stack(self.runs.X), preds, y,
-                                             version=(n_obs, self.runs.num_runs[-1]))
+            selection = self.selector.select(candidates, acq, observations, preds, y,
+                                             version=(n_obs, self.runs.num_runs[-1], tuple(running)))
             order = np.argsort(selection.scores, kind="stable")
             call.update(config=fresh[order[0]][1].get_dictionary(), weight=float(selection.weight),
+                        running=len(running),
                         diversity_ranked=selection.div_rank is not None and selection.weight > 0,
                         changed=bool(acq[order[0]] < acq.max()),
                         ei_rank=float(selection.perf_rank[order[0]]),
                         pool_size=int(len(selection.pool_indices)),
                         seconds=time.perf_counter() - start)
             self.report.calls.append(call)
-            logger.info("optdiv: %d observations, %d candidates, w=%.3f, chose EI rank %g",
-                        n_obs, len(fresh), selection.weight, call["ei_rank"])
+            logger.info("optdiv: %d observations, %d running, %d candidates, w=%.3f, chose EI rank %g",
+                        n_obs, len(running), len(fresh), selection.weight, call["ei_rank"])
             return [fresh[i] for i in order] + old
 
     OptDivLocalAndSortedRandomSearch.__module__ = __name__
@@ -293,7 +532,9 @@ class OptDivSMAC:
     """auto-sklearn ``get_smac_object_callback`` that builds SMAC like auto-sklearn, with the optdiv maximiser.
 
     ``method``: ``"optdivbo"`` or ``"divbo"``. ``metric``: the selector's metric (``error``, ``log_loss``,
-    ``brier``, ``mse``, ``mae``, ...); default: mapped from auto-sklearn's metric (:func:`selector_metric`).
+    ``brier``, ``mse``, ``mae``, ...); default: auto-sklearn's metric, computed by optdiv where it can
+    (:func:`computes_exactly`), else the pool uses auto-sklearn's own loss for it and the diversity the
+    vocabulary's kind (:func:`selector_metric`). Giving ``metric`` uses that loss for the pool as well.
     ``ensemble_size``: size of the temporary pool (ensemble selection rounds). ``seed``: the selector's
     seed; default: auto-sklearn's seed. ``strict``: raise instead of falling back to SMAC's EI order
     when the re-ranking fails (tests use it). ``selector_kwargs``: further
@@ -314,6 +555,8 @@ class OptDivSMAC:
         clash = {"method", "metric", "ensemble_size", "seed"} & set(selector_kwargs)
         if clash:
             raise ValueError(f"pass {', '.join(sorted(clash))} as optdiv_smac arguments, not in selector_kwargs")
+        if "pool_scorer" in selector_kwargs:
+            raise ValueError("pool_scorer is set from auto-sklearn's metric; pass metric=... to choose the pool's loss")
         # fail now, not minutes into a fit, on a bad selector argument
         DiversityAwareSelector(method=method, metric=metric or "error", ensemble_size=int(ensemble_size),
                                **selector_kwargs)
@@ -333,19 +576,30 @@ class OptDivSMAC:
         from smac.runhistory.runhistory2epm import RunHistory2EPM4LogCost
         from smac.scenario.scenario import Scenario
 
+        check_host(ta_kwargs.get("backend"), ta_kwargs)  # before anything is built: a changed host fails here
         if multi_objective_algorithm is not None:
             raise ValueError("optdiv needs a single auto-sklearn metric; got several (multi-objective search)")
         backend = ta_kwargs["backend"]
-        classification = self._is_classification(backend)
+        task_type = backend.load_datamanager().info["task"]
+        classification = self._is_classification(task_type)
         metrics = ta_kwargs.get("metrics") or []
+        host_metric = metrics[0] if metrics else None
+        pool_scorer = None
         if self.metric is not None:
-            metric = self.metric
-        else:  # no metric given: the vocabulary's fallback, 0/1 error or MSE
-            metric = selector_metric(metrics[0].name if metrics else None, classification)
-        self.report.metric = metric
+            metric = pool_metric = self.metric
+        else:  # auto-sklearn's metric: optdiv's own loss where it computes it, else the host's loss for the pool
+            metric = pool_metric = selector_metric(None if host_metric is None else host_metric.name, classification)
+            if host_metric is not None and not computes_exactly(host_metric.name, classification):
+                pool_scorer, pool_metric = _HostLoss(host_metric, task_type), str(host_metric.name)
+                if self.selector_kwargs.get("pool_builder", "caruana") != "caruana":
+                    raise ValueError(
+                        f"optdiv does not compute auto-sklearn's metric {host_metric.name!r}, so the pool is built "
+                        f"with auto-sklearn's loss for it, which needs pool_builder='caruana'; pass metric=... "
+                        f"(e.g. 'error') to build a {self.selector_kwargs['pool_builder']} pool on that loss")
+        self.report.metric, self.report.pool_metric = metric, pool_metric
         selector = DiversityAwareSelector(method=self.method, metric=metric, ensemble_size=self.ensemble_size,
                                           seed=int(seed) if self.seed is None else int(self.seed),
-                                          **self.selector_kwargs)
+                                          pool_scorer=pool_scorer, **self.selector_kwargs)
 
         intensifier = Intensifier if len(scenario_dict["instances"]) > 1 else SimpleIntensifier
         scenario = Scenario(scenario_dict)
@@ -381,16 +635,15 @@ class OptDivSMAC:
             acquisition_function_optimizer_kwargs=maximizer_kwargs,
         )
         self.report.initial_design_size = int(smac.solver.initial_design.init_budget)
-        logger.info("optdiv: SMAC built with the %s maximiser (metric %s, initial design %d)",
-                    self.method, metric, self.report.initial_design_size)
+        logger.info("optdiv: SMAC built with the %s maximiser (metric %s, pool on %s, initial design %d)",
+                    self.method, metric, pool_metric, self.report.initial_design_size)
         return smac
 
     @staticmethod
-    def _is_classification(backend) -> bool:
+    def _is_classification(task) -> bool:
         from autosklearn.constants import (BINARY_CLASSIFICATION, MULTICLASS_CLASSIFICATION,
                                            MULTILABEL_CLASSIFICATION, MULTIOUTPUT_REGRESSION, REGRESSION)
 
-        task = backend.load_datamanager().info["task"]
         if task in (BINARY_CLASSIFICATION, MULTICLASS_CLASSIFICATION):
             return True
         if task == REGRESSION:

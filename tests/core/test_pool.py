@@ -5,7 +5,7 @@ import pytest
 
 from optdiv.core.ensemble import agnostic_bayes_weights, ensemble_selection
 from optdiv.core.metrics import per_example_loss
-from optdiv.core.pool import MIN_POSTERIOR_WEIGHT, build_pool
+from optdiv.core.pool import MIN_POSTERIOR_WEIGHT, best_models, build_pool
 
 
 def _binary(rng, m=30, n=200):
@@ -81,3 +81,27 @@ def test_errors():
         build_pool(preds, y, "mse")
     with pytest.raises(ValueError):
         build_pool(preds, y[:10], "error")
+
+
+def test_nbest_builds_the_pool_among_the_best_models_and_maps_indices_back():
+    rng = np.random.default_rng(5)
+    preds, y = _binary(rng, m=20)
+    own = per_example_loss(preds, y, "log_loss").mean(axis=1)
+    best = np.argsort(own, kind="stable")[:4]
+    np.testing.assert_array_equal(best_models(preds, y, "log_loss", 4), best)
+    pool = build_pool(preds, y, "log_loss", size=25, seed=2, nbest=4)
+    inner = build_pool(preds[np.sort(best)], y, "log_loss", size=25, seed=2)
+    np.testing.assert_array_equal(pool.indices, np.sort(best)[inner.indices])
+    np.testing.assert_array_equal(pool.weights, inner.weights)
+    unrestricted = build_pool(preds, y, "log_loss")
+    np.testing.assert_array_equal(build_pool(preds, y, "log_loss", nbest=20).indices, unrestricted.indices)
+    with pytest.raises(ValueError, match="nbest"):
+        build_pool(preds, y, "log_loss", nbest=0)
+
+
+def test_best_models_ties_and_non_finite_losses():
+    y = np.zeros(3)
+    preds = np.array([[1.0] * 3, [0.5] * 3, [1.0] * 3, [0.5] * 3, [0.0] * 3])
+    np.testing.assert_array_equal(best_models(preds, y, "mse", 3), [4, 1, 3])
+    nan_last = best_models(preds, y, lambda t, p: np.nan if p[0] == 0.0 else float(np.mean(p)), 5)
+    assert nan_last[-1] == 4 and nan_last[:2].tolist() == [1, 3]

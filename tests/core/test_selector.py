@@ -259,3 +259,76 @@ def test_clear_errors():
         sel.score(rng.random((5, 6)), rng.random(4))
     with pytest.raises(ValueError, match="NaN"):
         sel.score(np.full((2, 6), np.nan), rng.random(2))
+
+
+def _balanced_error(y_true, y_pred):
+    """1 - balanced accuracy of probabilities: a black-box metric (not a mean of per-example losses)."""
+    label = np.argmax(y_pred, axis=-1)
+    recalls = [np.mean(label[y_true == c] == c) for c in np.unique(y_true)]
+    return 1.0 - float(np.mean(recalls))
+
+
+def _majority_and_minority_models(rng, n=400):
+    """Models 0-4 share one confident decision that misses most minority rows (low 0/1 error, poor balanced
+    error); models 5-9 share one hesitant decision that finds every minority row at the price of false alarms
+    (higher 0/1 error, lower balanced error). Each model flips a few rows of its group's decision."""
+    y = (rng.random(n) < 0.2).astype(np.int64)
+    majority = (y == 1) & (rng.random(n) < 0.3)
+    minority = (y == 1) | (rng.random(n) < 0.3)
+    preds = []
+    for m in range(10):
+        base, sure = (majority, 0.95) if m < 5 else (minority, 0.65)
+        say_one = base ^ (rng.random(n) < 0.03)
+        preds.append(np.stack([np.where(say_one, 1 - sure, sure), np.where(say_one, sure, 1 - sure)], axis=-1))
+    return rng.random((10, 3)), np.array(preds, dtype=np.float32), y
+
+
+def _ensemble(P, pool):
+    return np.tensordot(pool.weights, P[pool.indices].astype(np.float64), axes=1) / pool.weights.sum()
+
+
+def test_pool_follows_a_black_box_scorer():
+    rng = np.random.default_rng(21)
+    X, P, y = _majority_and_minority_models(rng)
+    by_error = DiversityAwareSelector(metric="balanced_accuracy", seed=1).fit(X, P, y)
+    by_scorer = DiversityAwareSelector(metric="balanced_accuracy", seed=1, pool_scorer=_balanced_error).fit(X, P, y)
+    assert by_error.kind == by_scorer.kind == "zero_one"  # the diversity stays the metric's black-box mix
+
+    def minority_weight(pool):
+        return float(pool.weights[pool.indices >= 5].sum())
+
+    assert minority_weight(by_scorer.pool_) >= minority_weight(by_error.pool_) + 5  # of 25 rounds
+    error_ens, scorer_ens = _ensemble(P, by_error.pool_), _ensemble(P, by_scorer.pool_)
+    assert _balanced_error(y, scorer_ens) < _balanced_error(y, error_ens) - 0.1
+    assert np.mean(scorer_ens.argmax(-1) != y) > np.mean(error_ens.argmax(-1) != y)
+
+
+def test_scorer_pool_is_chosen_among_the_best_models_by_their_own_loss():
+    # regression; model 3 is the worst alone but cancels the others' bias, so an unrestricted pool takes it
+    y = np.zeros(4)
+    P = np.array([[0.5] * 4, [0.55] * 4, [0.6] * 4, [-1.2] * 4], dtype=np.float32)
+    X = np.random.default_rng(0).random((4, 2))
+    calls = []
+
+    def mse(y_true, y_pred):
+        calls.append(1)
+        return float(np.mean((y_pred - y_true) ** 2))
+
+    everything = DiversityAwareSelector(metric="mse", ensemble_size=5, pool_scorer=mse).fit(X, P, y)
+    assert 3 in everything.pool_.indices
+    assert len(calls) == 5 * 4  # m < pool_nbest: no ranking calls, one call per model and round
+    calls.clear()
+    best3 = DiversityAwareSelector(metric="mse", ensemble_size=5, pool_scorer=mse, pool_nbest=3).fit(X, P, y)
+    assert set(best3.pool_.indices.tolist()) <= {0, 1, 2}
+    assert len(calls) == 4 + 5 * 3  # each model's own loss once, then three candidates per round
+    named = DiversityAwareSelector(metric="mse", ensemble_size=5, pool_nbest=3).fit(X, P, y)
+    assert 3 in named.pool_.indices  # a named loss never restricts: the engine's pools are unchanged
+
+
+def test_scorer_is_refused_where_it_cannot_work():
+    with pytest.raises(ValueError, match="caruana"):
+        DiversityAwareSelector(pool_scorer=_balanced_error, pool_builder="agnostic_bayes")
+    with pytest.raises(ValueError, match="callable"):
+        DiversityAwareSelector(pool_scorer="roc_auc")
+    with pytest.raises(ValueError, match="pool_nbest"):
+        DiversityAwareSelector(pool_scorer=_balanced_error, pool_nbest=0)

@@ -72,18 +72,26 @@ def _check_members(members, runs):
 # --------------------------------------------------------------------------- #
 
 
-def _smac_args(tmp_path):
+def _host_backend(tmp_path, task, y_val):
+    """auto-sklearn's own backend in ``tmp_path``, holding a data manager of ``task`` and the validation targets,
+    as auto-sklearn leaves it before the search starts."""
+    from autosklearn.automl_common.common.utils.backend import create
+    from autosklearn.data.xy_data_manager import XYDataManager
+
+    backend = create(temporary_directory=str(tmp_path / "autosklearn_tmp"), output_directory=None,
+                     prefix="auto-sklearn")
+    y_val = np.asarray(y_val)
+    backend.save_datamanager(XYDataManager(np.zeros((len(y_val), 1)), y_val, None, None, task, {0: "numerical"},
+                                           "constructed"))
+    backend.save_additional_data(y_val, what="targets_ensemble")
+    return backend
+
+
+def _smac_args(tmp_path, y_val=None, metric=None, task=None):
     from autosklearn.constants import BINARY_CLASSIFICATION
     from ConfigSpace import ConfigurationSpace
     from ConfigSpace.hyperparameters import CategoricalHyperparameter, UniformFloatHyperparameter
     from smac.tae.serial_runner import SerialRunner
-
-    class FakeDataManager:
-        info = {"task": BINARY_CLASSIFICATION}
-
-    class FakeBackend:
-        def load_datamanager(self):
-            return FakeDataManager()
 
     class NoRun(SerialRunner):
         def __init__(self, backend=None, autosklearn_seed=None, metrics=None, **kwargs):
@@ -92,6 +100,8 @@ def _smac_args(tmp_path):
         def run(self, *args, **kwargs):  # never called: nothing is optimised here
             raise AssertionError("not run")
 
+    y_val = np.array([0, 1] * 10) if y_val is None else y_val
+    backend = _host_backend(tmp_path, BINARY_CLASSIFICATION if task is None else task, y_val)
     cs = ConfigurationSpace(seed=1)
     cs.add_hyperparameters([CategoricalHyperparameter("algo", ["a", "b", "c"]),
                             UniformFloatHyperparameter("lr", 1e-3, 1.0, log=True)])
@@ -101,7 +111,8 @@ def _smac_args(tmp_path):
                 "memory_limit": 1024, "output-dir": str(tmp_path / "smac"), "run_obj": "quality",
                 "wallclock_limit": 30, "cost_for_crash": 1.0}
     return dict(scenario_dict=scenario, seed=1, ta=NoRun,
-                ta_kwargs={"ta": lambda *a: 0.0, "backend": FakeBackend(), "autosklearn_seed": 1, "metrics": []},
+                ta_kwargs={"ta": lambda *a: 0.0, "backend": backend, "autosklearn_seed": 1,
+                           "metrics": [] if metric is None else [metric]},
                 metalearning_configurations=meta, n_jobs=1, dask_client=None,
                 multi_objective_algorithm=None, multi_objective_kwargs={})
 
@@ -136,8 +147,9 @@ def test_callback_builds_smac_like_autosklearn(tmp_path):
     for attr in ("max_steps", "n_steps_plateau_walk"):
         assert getattr(ours.acq_optimizer.local_search, attr) == getattr(stock.acq_optimizer.local_search, attr)
     assert callback.report.initial_design_size == 4
-    assert callback.report.metric == "error"
+    assert callback.report.metric == callback.report.pool_metric == "error"
     assert ours.acq_optimizer.selector.method == "optdivbo"
+    assert ours.acq_optimizer.selector.pool_scorer is None
 
 
 def test_bad_arguments_are_rejected():
@@ -249,6 +261,63 @@ def test_regression_with_the_switch(tmp_path):
     assert r2 > 0.2, r2
 
 
+@pytest.mark.timeout(400)
+def test_roc_auc_builds_the_pool_with_autosklearns_loss(tmp_path):
+    """A metric optdiv cannot compute: the pool minimises auto-sklearn's own loss for it on real runs'
+    predictions, the diversity is the black-box mix of the 0/1 error entry."""
+    import autosklearn.metrics
+    from autosklearn.classification import AutoSklearnClassifier
+    from sklearn.datasets import load_breast_cancer
+
+    from optdiv.integrations.autosklearn import optdiv_smac
+
+    X, y = load_breast_cancer(return_X_y=True)
+    callback = optdiv_smac(method="optdivbo", strict=True)
+    automl = AutoSklearnClassifier(
+        get_smac_object_callback=callback,
+        metric=autosklearn.metrics.roc_auc,
+        initial_configurations_via_metalearning=2,
+        include={"classifier": FAST_CLASSIFIERS, "feature_preprocessor": NO_PREPROCESSING},
+        **_common(tmp_path, 45),
+    )
+    automl.fit(X, y, dataset_name="breast_cancer_auc")
+
+    report = callback.report
+    assert report.metric == "error" and report.pool_metric == "roc_auc"
+    _check_report_after_fit(report, _runs_in_order(automl))  # strict: every pool on roc_auc was built
+    assert "pool on roc_auc" in report.summary()
+
+
+@pytest.mark.timeout(400)
+def test_two_workers_see_running_configurations(tmp_path):
+    """n_jobs=2 (auto-sklearn's dask workers): suggestions made while the other worker runs take that run
+    into account. Each run starts a fresh process here (auto-sklearn uses forkserver with several workers),
+    hence the longer per-run limit."""
+    from autosklearn.classification import AutoSklearnClassifier
+    from sklearn.datasets import load_breast_cancer
+
+    from optdiv.integrations.autosklearn import optdiv_smac
+
+    X, y = load_breast_cancer(return_X_y=True)
+    callback = optdiv_smac(method="optdivbo", strict=True)
+    automl = AutoSklearnClassifier(
+        get_smac_object_callback=callback,
+        initial_configurations_via_metalearning=2,
+        include={"classifier": ["lda", "k_nearest_neighbors", "liblinear_svc"],
+                 "feature_preprocessor": NO_PREPROCESSING},
+        **{**_common(tmp_path, 60), "n_jobs": 2, "per_run_time_limit": 30},
+    )
+    automl.fit(X, y, dataset_name="breast_cancer_two_workers")
+
+    report = callback.report
+    assert report.n_fallbacks == 0, report.last_error
+    assert report.n_with_running >= 1, report.calls
+    for call in report.calls:
+        if call["running"]:
+            assert call["observations"] >= 1  # believers need a finished run to borrow predictions from
+            assert call["diversity_ranked"] == (call["weight"] > 0)  # finished + believers: at least 2
+
+
 @pytest.fixture
 def crashing_classifier():
     """Registers a classifier whose fit always raises, through auto-sklearn's public add_classifier, and
@@ -325,3 +394,260 @@ def test_crashing_configuration_does_not_stop_the_loop(tmp_path, crashing_classi
     assert any(call["finished_runs"] > crashed[0] for call in report.calls), "optdiv stopped after the crash"
     assert report.n_diversity_ranked >= 1 and report.n_fallbacks == 0
     assert np.mean(automl.predict(X) == y) > 0.85
+
+
+# --------------------------------------------------------------------------- #
+# No fit: a constructed SMAC history, SMAC's own model-based suggestion
+# --------------------------------------------------------------------------- #
+
+INSTANCE = '{"task_id": "x"}'
+
+
+def _two_families(n=120, seed=0):
+    """Validation targets and the predictions of two model families on them: family "a" (low cost) shares
+    one accurate decision, family "b" (higher cost) another that disagrees with it on many rows."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    decisions = {"a": np.where(rng.random(n) < 0.9, y, 1 - y), "b": np.where(rng.random(n) < 0.65, y, 1 - y)}
+
+    def predictions(family):
+        label = np.where(rng.random(n) < 0.03, 1 - decisions[family], decisions[family])
+        p1 = np.clip(np.where(label == 1, 0.8, 0.2) + rng.uniform(-0.05, 0.05, n), 0.0, 1.0)
+        return np.stack([1 - p1, p1], axis=-1)
+
+    return y, predictions
+
+
+def _smac_with_history(tmp_path, callback, lrs=(0.01, 0.02, 0.04, 0.08, 0.16, 0.32), running=(), metric=None):
+    """SMAC built by ``callback`` whose run history holds finished runs of families "a" and "b" (their
+    predictions written by auto-sklearn's backend where its runs write them) and RUNNING entries for the
+    ``running`` configurations, as SMAC records submitted runs with several workers."""
+    from ConfigSpace import Configuration
+    from smac.tae import StatusType
+
+    y, predictions = _two_families()
+    args = _smac_args(tmp_path, y_val=y, metric=metric)
+    smac = callback(**args)
+    solver, backend, cs = smac.solver, args["ta_kwargs"]["backend"], args["scenario_dict"]["cs"]
+    num_run, finished = 2, []
+    for family, base_cost in (("a", 0.1), ("b", 0.3)):
+        for i, lr in enumerate(lrs):
+            config = Configuration(cs, {"algo": family, "lr": lr})
+            preds = predictions(family)
+            backend.save_numrun_to_dir(seed=1, idx=num_run, budget=0.0, model=None, cv_model=None,
+                                       ensemble_predictions=preds, valid_predictions=None, test_predictions=None)
+            solver.runhistory.add(config, base_cost + 0.01 * i, 1.0, StatusType.SUCCESS, instance_id=INSTANCE,
+                                  seed=0, budget=0.0, additional_info={"num_run": num_run})
+            finished.append((config, preds.astype(np.float32)))
+            num_run += 1
+    for values in running:
+        solver.runhistory.add(Configuration(cs, values), 2147483647.0, 0.0, StatusType.RUNNING,
+                              instance_id=INSTANCE, seed=0, budget=0.0)
+    return smac, y, finished
+
+
+def _smac_suggestion(smac):
+    """SMAC's own next model-based suggestion: its random forest and EI on the run history, then the
+    acquisition maximiser; the first challenger of the list is what the intensifier runs next."""
+    challengers = smac.solver.epm_chooser.choose_next()
+    len(challengers)  # SMAC builds its list here (the random interleaving is drawn per item, later)
+    return challengers.challengers[0]
+
+
+def test_diversity_term_changes_smacs_pick(tmp_path):
+    """Same history, same seeds, same SMAC model and candidates: without the diversity term SMAC runs EI's best
+    candidate; with it (a fixed large weight) SMAC runs another configuration, of lower EI."""
+    from optdiv.integrations.autosklearn import optdiv_smac
+
+    plain = optdiv_smac("optdivbo", strict=True, selector_kwargs={"fixed_weight": 0.0})
+    pick = _smac_suggestion(_smac_with_history(tmp_path / "plain", plain)[0])
+    call = plain.report.calls[-1]
+    assert plain.report.n_changed == 0 and not call["changed"] and not call["diversity_ranked"]
+    assert pick.get_dictionary() == call["config"]
+    ei_pick = pick
+
+    diverse = optdiv_smac("optdivbo", strict=True, selector_kwargs={"fixed_weight": 1000.0})
+    smac, _, _ = _smac_with_history(tmp_path / "diverse", diverse)
+    pick = _smac_suggestion(smac)
+    call = diverse.report.calls[-1]
+    assert diverse.report.n_changed >= 1, diverse.report.calls
+    assert call["changed"] and call["diversity_ranked"] and call["observations"] == 12
+    assert pick.get_dictionary() == call["config"]  # SMAC runs the re-ranked first candidate
+    assert pick != ei_pick
+    pool = smac.solver.epm_chooser.acq_optimizer.selector.pool_
+    assert pool.weights[pool.indices < 6].sum() > pool.weights.sum() / 2  # the pool is mostly family "a"
+
+
+def test_running_configurations_enter_the_selector_as_believers(tmp_path):
+    """With several workers SMAC's history holds RUNNING entries: each enters the selector for that suggestion,
+    with the mean predictions of its three nearest finished runs, and is counted in the report."""
+    from ConfigSpace import Configuration
+
+    from optdiv.core.diversity import pairwise_diversity
+    from optdiv.integrations.autosklearn import optdiv_smac
+
+    lrs = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
+    # nearest finished runs by encoded distance: family "b" at lr 0.04, 0.02, 0.08 (the "a" runs are half the
+    # categorical's range away) and family "a" at lr 0.32, 0.16, 0.08
+    running = ({"algo": "b", "lr": 0.03}, {"algo": "a", "lr": 0.5})
+    expected_neighbours = ([8, 7, 9], [5, 4, 3])
+
+    callback = optdiv_smac("optdivbo", strict=True)
+    smac, y, finished = _smac_with_history(tmp_path / "running", callback, lrs=lrs, running=running)
+    pick = _smac_suggestion(smac)
+    call = callback.report.calls[-1]
+    assert call["running"] == 2 and call["observations"] == 12 and callback.report.n_with_running == 1
+    assert pick.get_dictionary() not in [dict(r) for r in running]  # a running configuration is not suggested
+
+    maximizer = smac.solver.epm_chooser.acq_optimizer
+    selector = maximizer.selector
+    assert selector.observations_.shape[0] == 14  # 12 finished runs + 2 believers
+    cs = maximizer.config_space
+    np.testing.assert_allclose(selector.observations_[12:], maximizer.encoder.encode(
+        [Configuration(cs, values) for values in running]))
+    believed = [np.mean([finished[i][1] for i in idx], axis=0) for idx in expected_neighbours]
+    preds = np.stack([p for _, p in finished] + believed).astype(np.float32)
+    expected = pairwise_diversity(preds, y, selector.kind, selector.ensemble_size)
+    np.testing.assert_allclose(selector.diversity_, expected, rtol=1e-5, atol=1e-6)
+
+    alone = optdiv_smac("optdivbo", strict=True)
+    smac_alone, _, _ = _smac_with_history(tmp_path / "alone", alone, lrs=lrs)
+    _smac_suggestion(smac_alone)
+    assert alone.report.calls[-1]["running"] == 0 and alone.report.n_with_running == 0
+    assert smac_alone.solver.epm_chooser.acq_optimizer.selector.observations_.shape[0] == 12
+
+
+# --------------------------------------------------------------------------- #
+# A changed host fails loudly when SMAC is built
+# --------------------------------------------------------------------------- #
+
+
+def test_installed_host_passes_the_check():
+    from optdiv.integrations.autosklearn import _host_problems, check_host
+
+    assert _host_problems() == []
+    check_host()
+
+
+def _changed_get_smac_object(monkeypatch):
+    import autosklearn.smbo
+
+    def get_smac_object(scenario_dict, seed, ta, ta_kwargs, metalearning_configurations, n_jobs, dask_client,
+                        multi_objective_algorithm, multi_objective_kwargs, initial_budget):
+        raise AssertionError("not called")
+
+    monkeypatch.setattr(autosklearn.smbo, "get_smac_object", get_smac_object)
+    return "get_smac_object"
+
+
+def _maximize_gone(monkeypatch):
+    from smac.optimizer.ei_optimization import LocalAndSortedRandomSearch
+
+    monkeypatch.delattr(LocalAndSortedRandomSearch, "_maximize")
+    return "LocalAndSortedRandomSearch defines no _maximize"
+
+
+def _prediction_files_renamed(monkeypatch):
+    from autosklearn.automl_common.common.utils.backend import Backend
+
+    monkeypatch.setattr(Backend, "get_prediction_filename",
+                        lambda self, subset, seed, idx, budget: f"{subset}_{seed}_{idx}_{budget}.npy")
+    return "get_prediction_filename"
+
+
+def _running_status_gone(monkeypatch):
+    import enum
+
+    import smac.tae
+
+    monkeypatch.setattr(smac.tae, "StatusType", enum.Enum("StatusType", "SUCCESS CRASHED DONOTADVANCE"))
+    return "RUNNING"
+
+
+@pytest.mark.parametrize("change", [_changed_get_smac_object, _maximize_gone, _prediction_files_renamed,
+                                    _running_status_gone])
+def test_changed_host_fails_loudly_when_smac_is_built(tmp_path, monkeypatch, change):
+    """Even without strict=True: an incompatible host is an error at build time, never SMAC's own order."""
+    from optdiv.integrations.autosklearn import HostVersionError, optdiv_smac
+
+    args = _smac_args(tmp_path)
+    what = change(monkeypatch)
+    callback = optdiv_smac("optdivbo")
+    with pytest.raises(HostVersionError, match="auto-sklearn 0.15.0 with SMAC 1.2") as info:
+        callback(**args)
+    assert what in str(info.value)
+    assert callback.report.initial_design_size is None  # nothing was built
+
+
+def test_changed_host_stops_the_autosklearn_fit(tmp_path, monkeypatch):
+    """auto-sklearn passes the error on: the fit fails at the search's start instead of running unchanged."""
+    from sklearn.datasets import load_breast_cancer
+
+    from optdiv.integrations.autosklearn import HostVersionError, OptDivAutoSklearnClassifier
+
+    X, y = load_breast_cancer(return_X_y=True)
+    _changed_get_smac_object(monkeypatch)
+    automl = OptDivAutoSklearnClassifier(optdiv="optdivbo", initial_configurations_via_metalearning=0,
+                                         include={"classifier": ["lda"], "feature_preprocessor": NO_PREPROCESSING},
+                                         **_common(tmp_path, 30))
+    with pytest.raises(HostVersionError, match="get_smac_object"):
+        automl.fit(X, y)
+    assert automl.optdiv_.report.n_calls == 0
+
+
+def test_pool_metric_follows_autosklearns_metric(tmp_path):
+    import autosklearn.metrics
+    from autosklearn.constants import BINARY_CLASSIFICATION, REGRESSION
+
+    from optdiv.integrations.autosklearn import _HostLoss, optdiv_smac
+
+    cases = [  # auto-sklearn metric, task, callback metric -> report.metric, report.pool_metric, host loss used
+        (autosklearn.metrics.balanced_accuracy, BINARY_CLASSIFICATION, None, "error", "balanced_accuracy", True),
+        (autosklearn.metrics.f1, BINARY_CLASSIFICATION, None, "error", "f1", True),
+        (autosklearn.metrics.accuracy, BINARY_CLASSIFICATION, None, "error", "error", False),
+        (autosklearn.metrics.log_loss, BINARY_CLASSIFICATION, None, "log_loss", "log_loss", False),
+        (autosklearn.metrics.roc_auc, BINARY_CLASSIFICATION, "brier", "brier", "brier", False),
+        (autosklearn.metrics.r2, REGRESSION, None, "mse", "mse", False),
+        (autosklearn.metrics.median_absolute_error, REGRESSION, None, "mae", "median_absolute_error", True),
+    ]
+    for i, (metric, task, ours, loss, pool_metric, host_loss) in enumerate(cases):
+        y_val = np.array([0, 1] * 10) if task == BINARY_CLASSIFICATION else np.linspace(0.0, 1.0, 20)
+        args = _smac_args(tmp_path / str(i), y_val=y_val, metric=metric, task=task)
+        callback = optdiv_smac("optdivbo", metric=ours)
+        selector = callback(**args).solver.epm_chooser.acq_optimizer.selector
+        assert (callback.report.metric, callback.report.pool_metric) == (loss, pool_metric), metric.name
+        assert isinstance(selector.pool_scorer, _HostLoss) == host_loss, metric.name
+        if host_loss:
+            assert selector.pool_scorer.scorer is metric and selector.pool_scorer.task_type == task
+            prediction = np.stack([1.0 - y_val, y_val], axis=1) if task == BINARY_CLASSIFICATION else y_val
+            assert selector.pool_scorer(y_val, prediction) == pytest.approx(0.0)  # a perfect prediction
+
+    args = _smac_args(tmp_path / "ab", metric=autosklearn.metrics.roc_auc)
+    with pytest.raises(ValueError, match="pool_builder='caruana'"):
+        optdiv_smac("optdivbo", selector_kwargs={"pool_builder": "agnostic_bayes"})(**args)
+    with pytest.raises(ValueError, match="set from auto-sklearn's metric"):
+        optdiv_smac("optdivbo", selector_kwargs={"pool_scorer": len})
+
+
+def test_roc_auc_pool_on_a_constructed_history(tmp_path):
+    """SMAC's suggestion with auto-sklearn's roc_auc loss building the pool over the runs' prediction files."""
+    import autosklearn.metrics
+    from autosklearn.constants import BINARY_CLASSIFICATION
+    from autosklearn.metrics import calculate_loss
+
+    from optdiv.core.pool import build_pool
+    from optdiv.integrations.autosklearn import optdiv_smac
+
+    callback = optdiv_smac("optdivbo", strict=True)
+    smac, y, finished = _smac_with_history(tmp_path, callback, metric=autosklearn.metrics.roc_auc)
+    _smac_suggestion(smac)
+    assert callback.report.calls[-1]["diversity_ranked"] and callback.report.pool_metric == "roc_auc"
+    selector = smac.solver.epm_chooser.acq_optimizer.selector
+    preds = np.stack([p for _, p in finished])
+
+    def auc_loss(pool):
+        ensemble = np.tensordot(pool.weights, preds[pool.indices].astype(np.float64), axes=1) / pool.weights.sum()
+        return calculate_loss(y, ensemble, BINARY_CLASSIFICATION, autosklearn.metrics.roc_auc)
+
+    by_error = build_pool(preds, y, "error", size=selector.ensemble_size, seed=selector.seed)
+    assert auc_loss(selector.pool_) < auc_loss(by_error)  # another pool than 0/1 error's, better on roc_auc
