@@ -341,11 +341,17 @@ def _methods() -> int:
     return 0
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    started = time.perf_counter()  # run's --time-budget counts the imports (seconds on a busy machine) too
+def _user_errors() -> tuple:
+    """Errors that are the user's to fix, printed as one line. Imported only when something went wrong, so a
+    command that needs neither the engine nor Dask (``show``, ``report``, ``methods``) does not load them."""
     from optdiv.cash.constraints import InfeasibleSearchError
     from optdiv.cash.parallel import DaskUnavailable
 
+    return (ValueError, FileNotFoundError, FileExistsError, InfeasibleSearchError, DaskUnavailable)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    started = time.perf_counter()  # run's --time-budget counts the imports (seconds on a busy machine) too
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -366,7 +372,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
             print(format_demo(run_demo(seed=args.seed)))
             return 0
-    except (ValueError, FileNotFoundError, FileExistsError, InfeasibleSearchError, DaskUnavailable) as exc:
+    except Exception as exc:
+        if not isinstance(exc, _user_errors()):
+            raise
         print(f"optdiv: error: {exc}", file=sys.stderr)
         return 2
     parser.print_help()
