@@ -342,7 +342,7 @@ class OptDivAdvisor(Advisor):
     After each diversity-aware pick ``selections`` gets a record: t, weight, pool members as history
     positions, the chosen candidate's EI rank, whether diversity changed OpenBox's pick, the batch slot,
     the pending configurations that entered with believed predictions, the observations the selector
-    saw, seconds spent re-ranking.
+    saw (finished plus pending), the chosen configuration as a dict, seconds spent re-ranking.
     """
 
     def __init__(
@@ -577,6 +577,7 @@ class OptDivAdvisor(Advisor):
                 "slot": slot,
                 "pending": int(len(extra_x)),
                 "observations": int(X.shape[0]),
+                "config": fresh[chosen].get_dictionary(),
                 "seconds": time.perf_counter() - start,
             })
             picks.append(chosen)
