@@ -86,6 +86,18 @@ def objective(config) -> dict:
     return {"objectives": [loss], "extra_info": {"val_pred": val}}
 
 
+def worker_objective(config) -> dict:
+    """``objective`` for OpenBox's worker processes, with OpenMP held to one thread.
+
+    ParallelOptimizer forks its workers; scikit-learn's k-NN runs GNU OpenMP, whose thread pool does not survive a
+    fork, so a worker deadlocks once this (test) process has used it. One thread never touches that pool.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="openmp"):
+        return objective(config)
+
+
 def make_openbox_space(seed: int = 0):
     """The same three model families written with OpenBox's own ``openbox.space`` classes."""
     from openbox import space as sp

@@ -180,10 +180,11 @@ def test_parallel_optimizer_on_an_openbox_space_ends_with_an_ensemble(tmp_path, 
     assert isinstance(space, sp.Space)
     common = dict(parallel_strategy=strategy, batch_size=2, max_runs=10, initial_runs=N_INIT, random_state=SEED,
                   logging_dir=str(tmp_path / "logs"), task_id=f"parallel_{strategy}")
-    plain = OptDivParallelOptimizer(problem.objective, space, **common)
+    plain = OptDivParallelOptimizer(problem.worker_objective, space, **common)
     assert type(plain.config_advisor) is (SyncBatchAdvisor if strategy == "sync" else AsyncBatchAdvisor)
 
-    opt = OptDivParallelOptimizer(problem.objective, space, optdiv={"y_val": y_val, "metric": "error"}, **common)
+    opt = OptDivParallelOptimizer(problem.worker_objective, space, optdiv={"y_val": y_val, "metric": "error"},
+                                  **common)
     advisor = opt.config_advisor
     assert type(advisor) is (OptDivSyncBatchAdvisor if strategy == "sync" else OptDivAsyncBatchAdvisor)
     history = opt.run()
