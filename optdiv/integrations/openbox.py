@@ -537,7 +537,8 @@ class OptDivAdvisor(Advisor):
         cand_vectors = encoder.vectors(candidates)
         in_history = set(_keys(encoder.vectors(history.configurations)))
         pending = list(pending)
-        taken = in_history | (set(_keys(encoder.vectors(pending))) if pending else set())
+        pending_keys = set(_keys(encoder.vectors(pending))) if pending else set()
+        taken = in_history | pending_keys
         keep, seen = [], set()
         for i, key in enumerate(_keys(cand_vectors)):
             if key not in taken and key not in seen:
@@ -552,7 +553,6 @@ class OptDivAdvisor(Advisor):
         obs_x = encoder.encode_vectors(encoder.vectors([history.observations[i].config for i in rows]))
         fresh_x = encoder.encode_vectors(cand_vectors[keep])
         pending_x = encoder.encode_vectors(encoder.vectors(pending)) if pending else fresh_x[:0]
-        pending_keys = set(_keys(encoder.vectors(pending))) if pending else set()
         t0 = len(history) + sum(1 for key in pending_keys if key not in in_history)
         picks: List[int] = []
         remaining = np.arange(len(fresh))

@@ -278,7 +278,6 @@ def test_changed_openbox_internals_fail_loudly(tmp_path, monkeypatch):
         HostVersionError,
         OptDivAdvisor,
         OptDivParallelOptimizer,
-        OptDivSyncBatchAdvisor,
         _host_problems,
         check_host,
     )
@@ -299,7 +298,8 @@ def test_changed_openbox_internals_fail_loudly(tmp_path, monkeypatch):
             return self.sample_random_configs(self.config_space, batch_size or self.batch_size)
 
         m.setattr(SyncBatchAdvisor, "get_suggestions", get_suggestions)
-        with pytest.raises(HostVersionError, match="SyncBatchAdvisor.get_suggestions no longer uses _get_bo_candidates"):
+        with pytest.raises(HostVersionError, match="SyncBatchAdvisor.get_suggestions no longer uses "
+                                                   "_get_bo_candidates"):
             OptDivParallelOptimizer(problem.objective, space, parallel_strategy="sync", batch_size=2,
                                     logging_dir=str(tmp_path / "logs"), optdiv={"y_val": y_val})
 
@@ -320,7 +320,8 @@ def test_batch_strategies_that_bypass_the_candidate_list_are_refused(tmp_path):
 
     y_val = problem.data()[3]
     space = problem.make_space()
-    for cls, strategy in ((OptDivSyncBatchAdvisor, "local_penalization"), (OptDivSyncBatchAdvisor, "reoptimization"),
+    for cls, strategy in ((OptDivSyncBatchAdvisor, "local_penalization"),
+                          (OptDivSyncBatchAdvisor, "reoptimization"),
                           (OptDivAsyncBatchAdvisor, "local_penalization")):
         with pytest.raises(ValueError, match=f"batch_strategy='{strategy}'"):
             cls(space, y_val=y_val, batch_strategy=strategy, output_dir=None)
