@@ -1,9 +1,10 @@
-"""OpenBox adapter: DivBO / OptDivBO as an option of OpenBox 0.9's own ``Advisor``.
+"""OpenBox adapter: DivBO / OptDivBO as an option of OpenBox 0.9's own advisors and optimizers.
 
-Everything of OpenBox stays: its space, initial design, surrogate (PRF or GP), EI, acquisition
-maximiser, random interleaving (``rand_prob``), history and the ask/tell and ``Optimizer`` loops. The
-option changes one step: OpenBox's maximiser returns its candidate list (about 5,000 configurations
-sorted by EI); :class:`OptDivAdvisor` re-orders that list with the core's
+Everything of OpenBox stays: its space (``openbox.space.Space`` or ConfigSpace), initial design, surrogate
+(PRF or GP), EI (constrained EI with constraints), acquisition maximiser, random interleaving
+(``rand_prob``), batch strategies, history and the ask/tell, ``Optimizer`` and ``ParallelOptimizer`` loops.
+The option changes one step: OpenBox's maximiser returns its candidate list (about 5,000 configurations
+sorted by EI); the advisor re-orders that list with the core's
 :class:`~optdiv.core.selector.DiversityAwareSelector` (EI rank + w(t) * diversity rank) before OpenBox
 takes the first configuration it has not evaluated yet::
 
@@ -18,24 +19,35 @@ takes the first configuration it has not evaluated yet::
     members = final_ensemble(advisor)                     # Caruana ensemble over the history
 
 With OpenBox's ``Optimizer`` the objective returns ``{"objectives": [loss], "extra_info": {"val_pred": p}}``
-and :class:`OptDivOptimizer` takes one extra argument, ``optdiv=dict(y_val=y_val, metric="error")``.
+and :class:`OptDivOptimizer` takes one extra argument, ``optdiv=dict(y_val=y_val, metric="error")``;
+:class:`OptDivParallelOptimizer` does the same for ``ParallelOptimizer`` (sync and async).
+
+Parallel batches: a suggestion made while other configurations are in flight (the earlier slots of a
+batch, or the trials still running in async mode) treats them as pending observations whose validation
+predictions are *believed* (:func:`optdiv.core.believers.believed_predictions`, the rule the engine and the
+auto-sklearn adapter use), so the slots of a batch cover different behaviour. OpenBox's batch strategy
+still sets the performance side of each slot: ``"default"`` ranks every slot from one candidate list,
+``"median_imputation"`` refits the surrogate with the median loss imputed for the configurations in flight.
 
 Where the validation predictions live: :meth:`OptDivAdvisor.update_observation` moves the array out of
 ``extra_info`` into the advisor's own store and leaves the integer marker ``extra_info["optdiv_pred"]``
 in its place, so OpenBox's ``History.save_json`` keeps working and stays small. Failed trials (any
 ``trial_state`` other than SUCCESS, or predictions with NaN/inf, which are recorded as FAILED like the
 engine's failed runs) keep OpenBox's handling for the surrogate (the worst observed loss) and never
-enter the pool or the final ensemble.
+enter the pool or the final ensemble; nor do infeasible trials (a constraint value above 0).
 
-``method=None`` switches the option off: the advisor then suggests exactly what ``openbox.Advisor``
-suggests with the same arguments (predictions are still kept, for :func:`final_ensemble`).
+``method=None`` switches the option off: the advisor then suggests exactly what the OpenBox advisor it
+extends suggests with the same arguments (predictions are still kept, for :func:`final_ensemble`).
 
 Differences from the papers, where OpenBox sets the terms (see docs/openbox.md): the candidates and
 EI are OpenBox's; OpenBox's initial design (``initial_trials``, default 3) and ``rand_prob`` (0.1, only
 in ``get_suggestion``; OpenBox's ``Optimizer`` calls ``get_suggestions``, which has none) replace the
 papers' five random suggestions and 20% random picks.
 
-Written against OpenBox 0.9.0 with ConfigSpace 0.6.1; OpenBox is imported when this module is.
+Written against OpenBox 0.9.0 with ConfigSpace 0.6.1; OpenBox is imported when this module is. The
+OpenBox internals the option relies on are checked when an advisor with the option on is built
+(:func:`check_host`): a changed OpenBox raises :class:`HostVersionError` instead of searching in OpenBox's
+own order unnoticed.
 """
 
 from __future__ import annotations
@@ -46,25 +58,35 @@ import os
 import pickle
 import tempfile
 import time
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
+from ConfigSpace import Configuration
+from openbox.core.async_batch_advisor import AsyncBatchAdvisor
 from openbox.core.generic_advisor import Advisor
+from openbox.core.sync_batch_advisor import SyncBatchAdvisor
 from openbox.optimizer.generic_smbo import SMBO
+from openbox.optimizer.parallel_smbo import pSMBO
 from openbox.utils.constants import FAILED, SUCCESS
 
 from optdiv.cash.encoding import ConfigEncoder
+from optdiv.core.believers import believed_predictions
 from optdiv.core.ensemble import ensemble_predict
 from optdiv.core.metrics import mean_loss
-from optdiv.core.metric_vocabulary import resolve_host, task_of
+from optdiv.core.metric_vocabulary import TASKS, resolve_host, task_of
 from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector, pool_loss
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "OptDivAdvisor",
+    "OptDivSyncBatchAdvisor",
+    "OptDivAsyncBatchAdvisor",
     "OptDivOptimizer",
+    "OptDivParallelOptimizer",
     "EnsembleMembers",
+    "HostVersionError",
+    "check_host",
     "final_ensemble",
     "encode_configurations",
     "PRED_KEY",
@@ -77,9 +99,168 @@ PRED_KEY = "val_pred"
 MARKER_KEY = "optdiv_pred"
 #: ``method`` values that switch the diversity option off (plain OpenBox suggestions).
 OFF = (None, False, "off", "none", "bo")
-TASKS = ("classification", "regression")
 #: The file format version of :meth:`OptDivAdvisor.save`.
 SAVE_FORMAT = 1
+#: OpenBox batch strategies under which every slot goes through the re-ranked candidate list.
+BATCH_STRATEGIES = ("default", "median_imputation")
+
+
+# --------------------------------------------------------------------------- #
+# The OpenBox internals the option relies on
+# --------------------------------------------------------------------------- #
+
+#: The host version this adapter was written and tested for.
+WRITTEN_FOR = "OpenBox 0.9.0"
+
+
+class HostVersionError(RuntimeError):
+    """OpenBox differs from the version the adapter was written for in something the option relies on."""
+
+
+#: Arguments the optimizers hand to the advisors they build (OpenBox's own factory passes the same).
+_ADVISOR_KEYWORDS = ("num_objectives", "num_constraints", "initial_trials", "initial_configurations",
+                     "init_strategy", "transfer_learning_history", "rand_prob", "optimization_strategy",
+                     "surrogate_type", "acq_type", "acq_optimizer_type", "ref_point", "early_stop",
+                     "early_stop_kwargs", "output_dir", "task_id", "random_state", "logger_kwargs")
+#: ``Optimizer`` (SMBO) arguments :class:`OptDivOptimizer` reads.
+_SMBO_KEYWORDS = ("num_objectives", "num_constraints", "sample_strategy", "advisor_type", "surrogate_type",
+                  "acq_type", "acq_optimizer_type", "initial_runs", "init_strategy", "initial_configurations",
+                  "ref_point", "transfer_learning_history", "early_stop", "early_stop_kwargs", "logging_dir",
+                  "task_id", "visualization", "auto_open_html", "random_state", "advisor_kwargs",
+                  "scheduler_type")
+#: ``ParallelOptimizer`` (pSMBO) arguments :class:`OptDivParallelOptimizer` reads.
+_PSMBO_KEYWORDS = ("num_objectives", "num_constraints", "parallel_strategy", "sample_strategy", "batch_size",
+                   "batch_strategy", "surrogate_type", "acq_type", "acq_optimizer_type", "initial_runs",
+                   "init_strategy", "initial_configurations", "ref_point", "transfer_learning_history",
+                   "logging_dir", "task_id", "random_state", "advisor_kwargs")
+_OBSERVATION_FIELDS = ("config", "objectives", "constraints", "trial_state", "extra_info")
+
+
+def _parameters(function) -> tuple:
+    return tuple(inspect.signature(function).parameters)
+
+
+def _refers_to(function, name: str) -> bool:
+    """Whether ``function``'s code (nested functions included) names ``name`` (an attribute or a constant)."""
+    stack = [inspect.unwrap(function).__code__]
+    while stack:
+        code = stack.pop()
+        if name in code.co_names or name in code.co_consts:
+            return True
+        stack.extend(c for c in code.co_consts if inspect.iscode(c))
+    return False
+
+
+def _host_problems() -> List[str]:
+    """Every relied-on OpenBox internal that is missing or has another signature (empty: all as expected)."""
+    problems: List[str] = []
+
+    def check(what: str, test: Callable[[], Optional[str]]) -> None:
+        try:
+            found = test()
+        except Exception as exc:  # a name that is gone is exactly what this looks for
+            found = f"{type(exc).__name__}: {exc}"
+        if found:
+            problems.append(f"{what}: {found}")
+
+    def covers(actual, expected) -> Optional[str]:
+        missing = [name for name in expected if name not in tuple(actual)]
+        return None if not missing else f"missing {', '.join(missing)}"
+
+    def same(actual, expected) -> Optional[str]:
+        return None if tuple(actual) == tuple(expected) else f"found {tuple(actual)}, expected {tuple(expected)}"
+
+    def calls(owner, method: str, *names: str) -> Optional[str]:
+        function = vars(owner).get(method)
+        if function is None:
+            return f"{owner.__name__} defines no {method} of its own"
+        missing = [name for name in names if not _refers_to(function, name)]
+        return None if not missing else f"{owner.__name__}.{method} no longer uses {', '.join(missing)}"
+
+    def candidates():
+        # the hook: the one method that returns OpenBox's candidate list, fed by the acquisition maximiser
+        return (same(_parameters(Advisor._get_bo_candidates), ("self", "history"))
+                or calls(Advisor, "_get_bo_candidates", "maximize", "config_to_original"))
+
+    def suggestions():
+        return (calls(Advisor, "get_suggestion", "_get_bo_candidates")
+                or calls(Advisor, "get_suggestions", "_get_bo_candidates")
+                or same(_parameters(Advisor.get_suggestions), ("self", "batch_size", "history"))
+                or covers(_parameters(Advisor.update_observation), ("self", "observation"))
+                or covers(_parameters(Advisor.__init__), _ADVISOR_KEYWORDS))
+
+    def acquisition():
+        from openbox.acq_optimizer.basic_maximizer import AcquisitionFunctionMaximizer
+
+        return covers(_parameters(AcquisitionFunctionMaximizer.maximize)[:4],
+                      ("self", "acquisition_function", "history", "num_points"))
+
+    def sync_batch():
+        return (same(_parameters(SyncBatchAdvisor.get_suggestions), ("self", "batch_size", "history"))
+                or calls(SyncBatchAdvisor, "get_suggestions", "_get_bo_candidates", "get_suggestion",
+                         *BATCH_STRATEGIES)
+                or covers(_parameters(SyncBatchAdvisor.__init__), ("batch_size", "batch_strategy")))
+
+    def async_batch():
+        return (calls(AsyncBatchAdvisor, "get_suggestion", "_get_suggestion", "running_configs")
+                or calls(AsyncBatchAdvisor, "_get_suggestion", "_get_bo_candidates", "get_suggestion",
+                         *BATCH_STRATEGIES)
+                or calls(AsyncBatchAdvisor, "update_observation", "running_configs")
+                or covers(_parameters(AsyncBatchAdvisor.__init__), ("batch_size", "batch_strategy")))
+
+    def history():
+        from openbox.utils.history import History, Observation
+
+        found = covers([n for n in ("configurations", "get_success_count", "get_objectives")
+                        if hasattr(History, n)], ("configurations", "get_success_count", "get_objectives"))
+        return (found or covers(_parameters(Observation.__init__), _OBSERVATION_FIELDS)
+                or covers(_parameters(History.__init__), ("num_constraints",)))
+
+    def optimizers():
+        return (covers(_parameters(SMBO.__init__), _SMBO_KEYWORDS)
+                or covers(_parameters(pSMBO.__init__), _PSMBO_KEYWORDS)
+                or calls(pSMBO, "sync_run", "get_suggestions", "update_observation")
+                or calls(pSMBO, "async_run", "get_suggestion", "running_configs"))
+
+    check("openbox Advisor._get_bo_candidates (the candidate list the option re-orders)", candidates)
+    check("openbox Advisor suggestion methods", suggestions)
+    check("openbox acquisition maximiser", acquisition)
+    check("openbox SyncBatchAdvisor", sync_batch)
+    check("openbox AsyncBatchAdvisor", async_batch)
+    check("openbox History / Observation", history)
+    check("openbox Optimizer / ParallelOptimizer", optimizers)
+    return problems
+
+
+def _installed() -> str:
+    try:
+        import openbox
+
+        return f"openbox {openbox.__version__}"
+    except Exception:  # no version attribute
+        return "openbox (version unknown)"
+
+
+def check_host() -> None:
+    """Raise :class:`HostVersionError` unless every OpenBox internal the option relies on is there with the
+    expected signature. Called when an advisor or optimizer with the option on is built, so a changed
+    OpenBox stops the search at its start instead of searching in OpenBox's own order unnoticed."""
+    problems = _host_problems()
+    if problems:
+        raise HostVersionError(
+            f"optdiv's OpenBox adapter was written for {WRITTEN_FOR} and relies on internals that differ in "
+            f"this environment ({_installed()}):\n  - " + "\n  - ".join(problems)
+            + f"\nInstall {WRITTEN_FOR} (pip install openbox==0.9.0), or run with method=None.")
+
+
+def _host_changed(what: str) -> HostVersionError:
+    return HostVersionError(f"optdiv's OpenBox adapter was written for {WRITTEN_FOR}: {what} ({_installed()}). "
+                            f"Install {WRITTEN_FOR}, or run with method=None.")
+
+
+# --------------------------------------------------------------------------- #
+# Helpers
+# --------------------------------------------------------------------------- #
 
 
 def encode_configurations(configs: Sequence, config_space) -> np.ndarray:
@@ -93,6 +274,12 @@ def _keys(vectors: np.ndarray) -> List[bytes]:
     """One hashable key per configuration: hashing ConfigSpace 0.6 ``Configuration`` objects costs
     about 0.2 ms each, too slow for 5,000 candidates per suggestion."""
     return [row.tobytes() for row in np.where(np.isnan(vectors), -1.0, vectors)]
+
+
+def _feasible(observation) -> bool:
+    """OpenBox's reading: every constraint value <= 0 (no constraints: feasible)."""
+    constraints = observation.constraints
+    return constraints is None or bool(np.all(np.asarray(constraints, dtype=np.float64) <= 0))
 
 
 def _method_of(method) -> Optional[str]:
@@ -131,6 +318,11 @@ def _check_targets(y_val, task: str) -> Optional[np.ndarray]:
     return y.astype(np.int64)
 
 
+# --------------------------------------------------------------------------- #
+# Advisors
+# --------------------------------------------------------------------------- #
+
+
 class OptDivAdvisor(Advisor):
     """OpenBox's ``Advisor`` with a diversity-aware re-ranking of its candidates.
 
@@ -144,10 +336,13 @@ class OptDivAdvisor(Advisor):
     ``method``: ``"optdivbo"``, ``"divbo"`` or ``None`` (off: plain OpenBox). ``selector_options`` go to
     :class:`DiversityAwareSelector` (``kind``, ``ensemble_size``, ``tau``, ``beta``, ``kappa``, ...);
     ``selector_seed`` defaults to ``random_state`` (0 when that is not an int). Every other keyword is
-    OpenBox's ``Advisor``'s (``initial_trials``, ``surrogate_type``, ``rand_prob``, ``random_state``, ...).
+    OpenBox's ``Advisor``'s (``initial_trials``, ``surrogate_type``, ``rand_prob``, ``random_state``,
+    ``num_constraints``, ...).
 
-    After each diversity-aware suggestion ``selections`` gets a record (t, weight, pool members as
-    history positions, the chosen candidate's EI rank, seconds spent re-ranking).
+    After each diversity-aware pick ``selections`` gets a record: t, weight, pool members as history
+    positions, the chosen candidate's EI rank, whether diversity changed OpenBox's pick, the batch slot,
+    the pending configurations that entered with believed predictions, the observations the selector
+    saw (finished plus pending), the chosen configuration as a dict, seconds spent re-ranking.
     """
 
     def __init__(
@@ -171,8 +366,10 @@ class OptDivAdvisor(Advisor):
             if self.y_val is None:
                 raise ValueError(f"method={self.method!r} needs y_val, the validation targets the "
                                  f"predictions are measured against")
-            if advisor_kwargs.get("num_objectives", 1) != 1 or advisor_kwargs.get("num_constraints", 0) != 0:
-                raise ValueError("the diversity option supports one objective and no constraints")
+            if advisor_kwargs.get("num_objectives", 1) != 1:
+                raise ValueError("the diversity option supports one objective (constraints are fine)")
+            self._check_batch_strategy(advisor_kwargs)
+            check_host()
         if selector_seed is None:
             state = advisor_kwargs.get("random_state")
             selector_seed = int(state) if isinstance(state, (int, np.integer)) and state >= 0 else 0
@@ -186,6 +383,7 @@ class OptDivAdvisor(Advisor):
         self._predictions: List[np.ndarray] = []
         self._n_classes: Optional[int] = None
         self._n_rows: Optional[int] = None if self.y_val is None else len(self.y_val)
+        self._slots = 1  # picks to rank from the next candidate list (a batch taken from one list)
         self.selections: List[Dict[str, Any]] = []
         super().__init__(config_space, **advisor_kwargs)
         if self.method is not None and self.optimization_strategy != "bo":
@@ -194,12 +392,16 @@ class OptDivAdvisor(Advisor):
                            "diversity option has no effect. Pass surrogate_type='prf' to keep BO.",
                            self.optimization_strategy)
 
+    def _check_batch_strategy(self, advisor_kwargs) -> None:
+        """Only batch advisors have a batch strategy to check."""
+
     # ------------------------------------------------------------------ observations
     def update_observation(self, observation):
         """Record ``observation``; its ``extra_info["val_pred"]`` moves into the advisor's store.
 
         A successful trial must report predictions while the option is on; predictions with NaN or
         inf turn the trial into a FAILED one (objective inf), as the engine records such runs.
+        Constraint values go to OpenBox unchanged (its constrained EI reads them).
         """
         info = observation.extra_info if isinstance(observation.extra_info, dict) else None
         if info is not None:
@@ -248,12 +450,14 @@ class OptDivAdvisor(Advisor):
         return arr.astype(np.float32)
 
     def stored_predictions(self, history=None):
-        """(history positions, stacked predictions) of the successful trials that reported predictions."""
+        """(history positions, stacked predictions) of the successful, feasible trials that reported
+        predictions: the models the pool and the final ensemble may use."""
         history = self.history if history is None else history
         rows, preds = [], []
         for i, obs in enumerate(history.observations):
             marker = obs.extra_info.get(MARKER_KEY) if isinstance(obs.extra_info, dict) else None
-            if obs.trial_state == SUCCESS and isinstance(marker, int) and 0 <= marker < len(self._predictions):
+            if (obs.trial_state == SUCCESS and isinstance(marker, int) and 0 <= marker < len(self._predictions)
+                    and _feasible(obs)):
                 rows.append(i)
                 preds.append(self._predictions[marker])
         if not preds:
@@ -261,41 +465,126 @@ class OptDivAdvisor(Advisor):
         return rows, np.stack(preds)
 
     # ------------------------------------------------------------------ suggestions
+    def get_suggestions(self, batch_size=None, history=None):
+        """OpenBox's ``get_suggestions``; a batch OpenBox takes from one candidate list gets each of its
+        slots ranked with the earlier slots as pending observations."""
+        self._slots = max(1, int(self._default_batch_size() if batch_size is None else batch_size))
+        if not self._one_list_batches():
+            self._slots = 1
+        try:
+            return super().get_suggestions(batch_size=batch_size, history=history)
+        finally:
+            self._slots = 1
+
+    def _default_batch_size(self) -> int:
+        return 1  # OpenBox's Advisor.get_suggestions default
+
+    def _one_list_batches(self) -> bool:
+        """Whether OpenBox's ``get_suggestions`` takes a whole batch from one candidate list."""
+        return True
+
     def _get_bo_candidates(self, history):
         """OpenBox's candidates, re-ordered by the selector; unchanged while the option is off.
 
-        Both ``get_suggestion`` (ask/tell) and ``get_suggestions`` (what ``Optimizer`` calls) take the
-        first not-yet-evaluated configurations of this list, so re-ordering it is the whole change.
+        ``get_suggestion`` (ask/tell, async slots, median-imputation slots) and ``get_suggestions``
+        (``Optimizer``, sync ``default`` batches) take the first not-yet-evaluated configurations of this
+        list, so re-ordering it is the whole change.
         """
         candidates = super()._get_bo_candidates(history)
         if self.selector is None or history.get_success_count() < max(self.init_num, 1):
             return candidates  # OpenBox's own random fallback, or the option is off
+        return self._rerank(candidates, history, self._pending(history), getattr(self, "_slots", 1))
+
+    def _encoder(self) -> ConfigEncoder:
+        encoder = getattr(self, "_config_encoder", None)
+        if encoder is None:
+            encoder = self._config_encoder = ConfigEncoder(self.config_space)
+        return encoder
+
+    def _pending(self, history) -> List[Any]:
+        """Configurations in flight, which enter the selector with believed predictions: those OpenBox
+        imputed into ``history`` (median imputation: successful, no predictions, not in the advisor's own
+        history) and those still running (async)."""
+        encoder = self._encoder()
+        own = set(_keys(encoder.vectors(self.history.configurations))) if len(self.history) else set()
+        pending, seen = [], set()
+        imputed = [] if history is self.history else [
+            obs.config for obs in history.observations
+            if obs.trial_state == SUCCESS and not (isinstance(obs.extra_info, dict) and MARKER_KEY in obs.extra_info)]
+        running = list(getattr(self, "running_configs", None) or [])
+        configs = imputed + running
+        if not configs:
+            return []
+        for config, key in zip(configs, _keys(encoder.vectors(configs))):
+            if key not in own and key not in seen:
+                seen.add(key)
+                pending.append(config)
+        return pending
+
+    def _rerank(self, candidates, history, pending: Sequence, slots: int = 1) -> list:
+        """The fresh candidates (not evaluated, not pending), the first ``slots`` picked one after another
+        by the selector, each with the pending configurations and the earlier picks as believers; the rest
+        follow in the last pick's order."""
         start = time.perf_counter()
         rows, preds = self.stored_predictions(history)
         if len(rows) < 2:
             return candidates  # no pair of models yet: diversity is undefined, EI order stands
-        encoder = ConfigEncoder(self.config_space)
+        if not isinstance(candidates, list) or not all(isinstance(c, Configuration) for c in candidates):
+            kinds = sorted({type(c).__name__ for c in candidates}) if isinstance(candidates, (list, tuple)) else []
+            raise _host_changed(f"the acquisition maximiser returned {type(candidates).__name__} of "
+                                f"{', '.join(kinds) or 'nothing'}, not a list of Configuration")
+        encoder = self._encoder()
         cand_vectors = encoder.vectors(candidates)
-        seen = set(_keys(encoder.vectors(history.configurations)))
-        keep = [i for i, key in enumerate(_keys(cand_vectors)) if key not in seen]
+        in_history = set(_keys(encoder.vectors(history.configurations)))
+        pending = list(pending)
+        pending_keys = set(_keys(encoder.vectors(pending))) if pending else set()
+        taken = in_history | pending_keys
+        keep, seen = [], set()
+        for i, key in enumerate(_keys(cand_vectors)):
+            if key not in taken and key not in seen:
+                seen.add(key)
+                keep.append(i)
         if not keep:
             return candidates
         fresh = [candidates[i] for i in keep]
         ei = np.asarray(self.acquisition_function(fresh), dtype=np.float64).reshape(-1)
+        if ei.shape != (len(fresh),):
+            raise _host_changed(f"the acquisition function gave {ei.size} values for {len(fresh)} candidates")
         obs_x = encoder.encode_vectors(encoder.vectors([history.observations[i].config for i in rows]))
-        cand_x = encoder.encode_vectors(cand_vectors[keep])
-        t = len(history)
-        choice = self.selector.select(cand_x, ei, obs_x, preds, self.y_val, t=t)
-        order = np.argsort(choice.scores, kind="stable")
-        self.selections.append({
-            "t": t,
-            "weight": float(choice.weight),
-            "pool": [int(rows[i]) for i in np.asarray(choice.pool_indices)],
-            "ei_rank": float(choice.perf_rank[order[0]]),
-            "changed": bool(order[0] != 0),
-            "seconds": time.perf_counter() - start,
-        })
-        return [fresh[i] for i in order]
+        fresh_x = encoder.encode_vectors(cand_vectors[keep])
+        pending_x = encoder.encode_vectors(encoder.vectors(pending)) if pending else fresh_x[:0]
+        t0 = len(history) + sum(1 for key in pending_keys if key not in in_history)
+        picks: List[int] = []
+        remaining = np.arange(len(fresh))
+        tail = remaining
+        for slot in range(max(1, int(slots))):
+            if remaining.size == 0:
+                break
+            extra_x = np.concatenate([pending_x, fresh_x[picks]])
+            X, P = obs_x, preds
+            if len(extra_x):
+                believed = np.stack(believed_predictions(obs_x, preds, extra_x)).astype(preds.dtype)
+                X, P = np.concatenate([obs_x, extra_x]), np.concatenate([preds, believed])
+            choice = self.selector.select(fresh_x[remaining], ei[remaining], X, P, self.y_val, t=t0 + slot)
+            order = np.argsort(choice.scores, kind="stable")
+            chosen = int(remaining[order[0]])
+            self.selections.append({
+                "t": t0 + slot,
+                "weight": float(choice.weight),
+                "pool": [int(rows[i]) for i in np.asarray(choice.pool_indices) if i < len(rows)],
+                "ei_rank": float(choice.perf_rank[order[0]]),
+                "changed": bool(order[0] != 0),
+                "slot": slot,
+                "pending": int(len(extra_x)),
+                "observations": int(X.shape[0]),
+                "config": fresh[chosen].get_dictionary(),
+                "seconds": time.perf_counter() - start,
+            })
+            picks.append(chosen)
+            tail = remaining[order[1:]]
+            remaining = np.delete(remaining, order[0])  # stays in OpenBox's order for the next slot
+            start = time.perf_counter()
+        return [fresh[i] for i in picks] + [fresh[i] for i in tail]
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> None:
@@ -319,16 +608,58 @@ class OptDivAdvisor(Advisor):
 
     @classmethod
     def load(cls, path) -> "OptDivAdvisor":
-        """The advisor :meth:`save` wrote to ``path``."""
+        """The advisor :meth:`save` wrote to ``path`` (OpenBox's internals are checked again)."""
         with open(path, "rb") as fh:
             data = pickle.load(fh)
         if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT or not isinstance(data.get("advisor"), cls):
             raise ValueError(f"{path} is not an {cls.__name__} state written by save() (format {SAVE_FORMAT})")
+        if data["advisor"].method is not None:
+            check_host()
         return data["advisor"]
 
     def final_ensemble(self, **kwargs) -> "EnsembleMembers":
         """:func:`final_ensemble` over this advisor's history."""
         return final_ensemble(self, **kwargs)
+
+
+class _BatchStrategyCheck:
+    """Refuses, while the option is on, the batch strategies whose slots bypass the candidate list."""
+
+    def _check_batch_strategy(self, advisor_kwargs) -> None:
+        strategy = advisor_kwargs.get("batch_strategy") or "default"
+        if strategy not in BATCH_STRATEGIES:
+            raise ValueError(
+                f"batch_strategy={strategy!r}: its slots maximise the acquisition function directly, "
+                f"past the candidate list the diversity option re-ranks; use one of "
+                f"{', '.join(BATCH_STRATEGIES)} (or method=None)")
+
+
+class OptDivSyncBatchAdvisor(_BatchStrategyCheck, OptDivAdvisor, SyncBatchAdvisor):
+    """OpenBox's ``SyncBatchAdvisor`` (``ParallelOptimizer(parallel_strategy="sync")``) with the option.
+
+    ``batch_strategy="default"``: OpenBox ranks one candidate list per batch; the selector picks the slots
+    one after another, each with the earlier picks as believers. ``"median_imputation"``: OpenBox refits
+    its surrogate per slot with the median loss imputed for the earlier picks; the selector ranks that
+    slot's list with them as believers. Arguments: :class:`OptDivAdvisor`'s plus ``batch_size`` and
+    ``batch_strategy``.
+    """
+
+    def _default_batch_size(self) -> int:
+        return int(self.batch_size)
+
+    def _one_list_batches(self) -> bool:
+        return (self.batch_strategy or "default") == "default"
+
+
+class OptDivAsyncBatchAdvisor(_BatchStrategyCheck, OptDivAdvisor, AsyncBatchAdvisor):
+    """OpenBox's ``AsyncBatchAdvisor`` (``ParallelOptimizer(parallel_strategy="async")``) with the option:
+    each suggestion is ranked with the configurations still running as believers. Arguments:
+    :class:`OptDivAdvisor`'s plus ``batch_size`` and ``batch_strategy``."""
+
+
+# --------------------------------------------------------------------------- #
+# Final ensemble
+# --------------------------------------------------------------------------- #
 
 
 class EnsembleMembers(NamedTuple):
@@ -359,7 +690,8 @@ def final_ensemble(
     seed: int = 0,
     y_val=None,
 ) -> EnsembleMembers:
-    """Post-hoc ensemble over the advisor's stored validation predictions (failed trials excluded).
+    """Post-hoc ensemble over the advisor's stored validation predictions (failed and infeasible trials
+    excluded).
 
     ``builder``: ``"caruana"`` (ensemble selection with replacement, ``size`` rounds) or
     ``"agnostic_bayes"`` (posterior probability of being the best model). ``y_val`` is needed only when
@@ -374,7 +706,8 @@ def final_ensemble(
         raise ValueError("pass y_val: this advisor was built without validation targets")
     rows, preds = advisor.stored_predictions()
     if not rows:
-        raise RuntimeError("no successful trial reported validation predictions: there is no model to ensemble")
+        raise RuntimeError("no successful, feasible trial reported validation predictions: there is no model "
+                           "to ensemble")
     if preds.shape[1] != len(y):
         raise ValueError(f"y_val has {len(y)} rows but the stored predictions cover {preds.shape[1]}")
     loss = pool_loss(advisor.metric, advisor.task == "classification")
@@ -392,13 +725,42 @@ def final_ensemble(
     )
 
 
+# --------------------------------------------------------------------------- #
+# Optimizers
+# --------------------------------------------------------------------------- #
+
+
+def _arguments(function, *args, **kwargs) -> Dict[str, Any]:
+    bound = inspect.signature(function).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _advisor_from(optdiv, cls, advisor_kwargs: Mapping, build: Callable[..., OptDivAdvisor]) -> OptDivAdvisor:
+    """The advisor an optimizer's ``optdiv`` argument names: an advisor as it is, or ``build(**options)``."""
+    if isinstance(optdiv, OptDivAdvisor):
+        if type(optdiv) is not cls:
+            raise TypeError(f"this loop needs an {cls.__name__}; got an {type(optdiv).__name__}")
+        if optdiv.method is not None:
+            check_host()
+        return optdiv
+    if isinstance(optdiv, Mapping):
+        options = dict(optdiv)
+        clash = sorted(set(options) & set(advisor_kwargs or {}))
+        if clash:
+            raise ValueError(f"{', '.join(clash)} given both in optdiv and in advisor_kwargs")
+        return build(**dict(advisor_kwargs or {}), **options)
+    raise TypeError(f"optdiv must be None, a mapping of {cls.__name__} options or an {cls.__name__}; "
+                    f"got {type(optdiv).__name__}")
+
+
 class OptDivOptimizer(SMBO):
     """OpenBox's ``Optimizer`` (``SMBO``) with one extra argument, ``optdiv``.
 
     ``optdiv=None`` is OpenBox's own ``Optimizer``, untouched. A mapping holds the
     :class:`OptDivAdvisor` options (``y_val``, ``metric``, ``method``, ``selector_options``, ...); the
     advisor gets every other argument exactly as OpenBox's would (``initial_runs``, ``surrogate_type``,
-    ``random_state``, ``advisor_kwargs``, ...). An :class:`OptDivAdvisor` (e.g. from
+    ``num_constraints``, ``random_state``, ``advisor_kwargs``, ...). An :class:`OptDivAdvisor` (e.g. from
     :meth:`OptDivAdvisor.load`) is used as it is and the loop continues after its history, so
     ``max_runs`` counts the trials already made.
 
@@ -410,28 +772,22 @@ class OptDivOptimizer(SMBO):
         super().__init__(objective_function, config_space, **kwargs)
         if optdiv is None:
             return
-        args = inspect.signature(SMBO.__init__).bind(self, objective_function, config_space, **kwargs)
-        args.apply_defaults()
-        a = args.arguments
+        a = _arguments(SMBO.__init__, self, objective_function, config_space, **kwargs)
         problems = [
             f"{name}={a[name]!r} (needs {want!r})"
             for name, want in (("advisor_type", "default"), ("scheduler_type", "full"),
-                               ("num_objectives", 1), ("num_constraints", 0), ("sample_strategy", "bo"))
+                               ("num_objectives", 1), ("sample_strategy", "bo"))
             if a[name] != want
         ]
         if problems:
             raise ValueError("the optdiv option runs on OpenBox's default single-objective BO loop; got "
                              + ", ".join(problems))
-        if isinstance(optdiv, OptDivAdvisor):
-            advisor = optdiv
-            self.iteration_id = len(advisor.history)
-        elif isinstance(optdiv, Mapping):
-            options = dict(optdiv)
-            clash = sorted(set(options) & set(a["advisor_kwargs"] or {}))
-            if clash:
-                raise ValueError(f"{', '.join(clash)} given both in optdiv and in advisor_kwargs")
-            advisor = OptDivAdvisor(
+
+        def build(**options):
+            return OptDivAdvisor(
                 config_space,
+                num_objectives=a["num_objectives"],
+                num_constraints=a["num_constraints"],
                 initial_trials=a["initial_runs"],
                 init_strategy=a["init_strategy"],
                 initial_configurations=a["initial_configurations"],
@@ -447,12 +803,12 @@ class OptDivOptimizer(SMBO):
                 task_id=a["task_id"],
                 random_state=a["random_state"],
                 logger_kwargs={"force_init": False},  # the optimizer already set OpenBox's logger up
-                **(a["advisor_kwargs"] or {}),
                 **options,
             )
-        else:
-            raise TypeError(f"optdiv must be None, a mapping of OptDivAdvisor options or an OptDivAdvisor; "
-                            f"got {type(optdiv).__name__}")
+
+        advisor = _advisor_from(optdiv, OptDivAdvisor, a["advisor_kwargs"], build)
+        if advisor is optdiv:
+            self.iteration_id = len(advisor.history)
         self.config_advisor = advisor
         from openbox.visualization import build_visualizer
 
@@ -461,3 +817,59 @@ class OptDivOptimizer(SMBO):
             optimizer=self, advisor=None, auto_open_html=a["auto_open_html"],
         )
         self.visualizer.setup()
+
+
+class OptDivParallelOptimizer(pSMBO):
+    """OpenBox's ``ParallelOptimizer`` (``pSMBO``) with one extra argument, ``optdiv``.
+
+    ``optdiv=None`` is OpenBox's own ``ParallelOptimizer``, untouched. A mapping holds the
+    :class:`OptDivAdvisor` options; the advisor (:class:`OptDivSyncBatchAdvisor` for
+    ``parallel_strategy="sync"``, :class:`OptDivAsyncBatchAdvisor` for ``"async"``) gets every other
+    argument exactly as OpenBox's would (``batch_size``, ``batch_strategy``, ``initial_runs``,
+    ``num_constraints``, ``random_state``, ``advisor_kwargs``, ...). An advisor of that class is used as it
+    is. The objective returns ``{"objectives": [loss], "extra_info": {"val_pred": p}}`` (plus
+    ``"constraints"``), and must be picklable: OpenBox evaluates it in worker processes.
+    """
+
+    def __init__(self, objective_function, config_space, optdiv=None, **kwargs):
+        super().__init__(objective_function, config_space, **kwargs)
+        if optdiv is None:
+            return
+        a = _arguments(pSMBO.__init__, self, objective_function, config_space, **kwargs)
+        problems = [
+            f"{name}={a[name]!r} (needs {want!r})"
+            for name, want in (("num_objectives", 1), ("sample_strategy", "bo"))
+            if a[name] != want
+        ]
+        if problems:
+            raise ValueError("the optdiv option runs on OpenBox's single-objective BO batch advisors; got "
+                             + ", ".join(problems))
+        cls = OptDivSyncBatchAdvisor if a["parallel_strategy"] == "sync" else OptDivAsyncBatchAdvisor
+
+        def build(**options):
+            return cls(
+                config_space,
+                num_objectives=a["num_objectives"],
+                num_constraints=a["num_constraints"],
+                batch_size=a["batch_size"],
+                batch_strategy=a["batch_strategy"],
+                initial_trials=a["initial_runs"],
+                initial_configurations=a["initial_configurations"],
+                init_strategy=a["init_strategy"],
+                transfer_learning_history=a["transfer_learning_history"],
+                optimization_strategy=a["sample_strategy"],
+                surrogate_type=a["surrogate_type"],
+                acq_type=a["acq_type"],
+                acq_optimizer_type=a["acq_optimizer_type"],
+                ref_point=a["ref_point"],
+                task_id=a["task_id"],
+                output_dir=a["logging_dir"],
+                random_state=a["random_state"],
+                logger_kwargs={"force_init": False},  # the optimizer already set OpenBox's logger up
+                **options,
+            )
+
+        advisor = _advisor_from(optdiv, cls, a["advisor_kwargs"], build)
+        if advisor is optdiv:
+            self.iteration_id = len(advisor.history)
+        self.config_advisor = advisor
