@@ -301,13 +301,13 @@ def test_table6_command_runs_end_to_end_on_a_small_csv(tmp_path):
     csv = tmp_path / "quake.csv"  # a paper dataset's name, so the paper columns are filled in
     train.head(200).to_csv(csv, index=False)
     out = tmp_path / "cmp"
-    argv = ["--data", str(csv), "--methods", "optdivbo", "--seeds", "0", "--time-budget", "20",
+    argv = ["--data", str(csv), "--methods", "optdivbo", "--seeds", "0", "--time-budget", "30",
             "--num-cpus", "1", "--out", str(out)]
     assert bench.main(argv) == 0
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 1 and runs[0]["method"] == "optdivbo" and runs[0]["hook"] == bench.HOOK
     assert runs[0]["phase1_models"] >= 1 and runs[0]["trials"] >= 1
-    assert 0.0 <= runs[0]["test_error"] < 30.0 and 0.7 * 20 <= runs[0]["seconds"] <= 20.0 + 5.0
+    assert 0.0 <= runs[0]["test_error"] < 30.0 and 0.7 * 30 <= runs[0]["seconds"] <= 30.0 + 5.0
     summary = (out / "summary.md").read_text()
     assert "| quake |" in summary and "44.70" in summary and "44.72" in summary
     assert not (out / "models" / "quake-optdivbo-0").exists()
