@@ -91,7 +91,8 @@ def run_one(dataset, method: str, seed: int, budget: float, model_dir: Path, n_m
                 "phase1_models": sum(not m.startswith("WeightedEnsemble") for m in result.phase1_models),
                 "trials": len(result.trials), "failed": sum(t.status != "ok" for t in result.trials),
                 "families": sorted({t.family for t in result.trials}), "autogluon_best": result.autogluon_best,
-                "val_scores": result.scores}  # AutoGluon's best and the refitted ensemble, on the validation rows
+                "val_scores": result.scores,  # AutoGluon's best and the refitted ensemble, on the validation rows
+                "switch_confidence": result.confidence}
     seconds = time.monotonic() - start
     pred = predictor.predict(test)
     if classification:

@@ -49,6 +49,7 @@ from optdiv.cash.optimizers import Optimizer
 from optdiv.cash.spaces._assembly import selected
 from optdiv.cash.spaces.autogluon_space import OPTIONAL, autogluon_space
 from optdiv.core.metric_vocabulary import resolve_host, task_of
+from optdiv.core.metrics import per_example_loss
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 
@@ -79,6 +80,10 @@ ENSEMBLE_SUFFIX = "_OptDiv"  # the refitted weighted ensemble, e.g. WeightedEnse
 DEFAULT_TIME_LIMIT = 3600.0
 #: Phase 2 starts only with at least this many seconds left (one small model plus fit_extra's own overhead).
 MIN_MODEL_SECONDS = 1.5
+#: The refitted ensemble replaces AutoGluon's best only when a one-sided paired z-test over the validation rows gives
+#: it the lower loss with at least this confidence: both ensembles are fitted on those rows, the refitted one with
+#: more models to choose from, so a higher validation score alone is partly noise (see fit's ``switch_confidence``).
+SWITCH_CONFIDENCE = 0.9
 #: AutoGluon's post-fit steps: run once at the end (on the final ensemble), not after phase 1.
 _POST_FIT = ("refit_full", "set_best_to_refit_full", "keep_only_best", "save_space", "calibrate",
              "calibrate_decision_threshold")
@@ -527,6 +532,8 @@ class AutoGluonSearch:
         self.y_val = y_val
         self.final_model: Optional[str] = final_model
         self.scores: Dict[str, float] = scores  # validation scores of AutoGluon's best and the refitted ensemble
+        #: the paired test's confidence that the refitted ensemble has the lower validation loss (None: not compared)
+        self.confidence: Optional[float] = None
         self.phase1_seconds = phase1_seconds
         self.seconds = seconds
 
@@ -565,6 +572,7 @@ def fit(
     model_time_limit: Optional[float] = None,
     n_initial: int = 5,
     n_candidates: int = 5000,
+    switch_confidence: float = SWITCH_CONFIDENCE,
     callback: Optional[Callable[[Trial], Any]] = None,
     **fit_kwargs,
 ) -> AutoGluonSearch:
@@ -577,7 +585,8 @@ def fit(
     (AutoGluon keys; default every installed one) with ``method`` (``optdivbo``, ``divbo``, ``bo``, ``rs``)
     and trains each with ``fit_extra``, capped at the time left (and at ``model_time_limit`` when given);
     it starts from phase 1's models. At the end AutoGluon's weighted ensemble is refitted over every model
-    and becomes ``predictor.model_best`` only if its validation score beats AutoGluon's own best; then
+    and becomes ``predictor.model_best`` only if its validation score beats AutoGluon's own best and a paired
+    test on the validation rows' losses is at least ``switch_confidence`` sure of it (0: the score alone); then
     AutoGluon's post-fit steps the arguments ask for run, and the predictor is saved (``TabularPredictor.load``
     gives it back). ``time_limit`` defaults to the presets' own, else :data:`DEFAULT_TIME_LIMIT`.
     ``callback(trial)`` is called after every phase-2 model. Stacking works; phase-2 models join level 1
@@ -595,6 +604,8 @@ def fit(
         raise ValueError("seed must be a non-negative integer")
     if n_initial < 1 or n_candidates < 2:
         raise ValueError("n_initial must be at least 1 and n_candidates at least 2")
+    if not (isinstance(switch_confidence, (int, float)) and 0.0 <= switch_confidence < 1.0):
+        raise ValueError("switch_confidence must be in [0, 1); got %r" % (switch_confidence,))
     if not hasattr(predictor, "fit_extra") or not hasattr(predictor, "predict_proba_multi"):
         raise TypeError("predictor must be an autogluon.tabular.TabularPredictor; got %r" % type(predictor).__name__)
     if getattr(predictor, "is_fit", False):
@@ -640,14 +651,17 @@ def fit(
     if not predictor.model_names():
         raise RuntimeError("AutoGluon trained no model in %.0f s (see predictor.model_failures())" % budget)
 
-    final_model, scores = _final_model(predictor, autogluon_best, [t.model for t in trials if t.status == "ok"],
-                                       fit_weighted, resources, deadline)
+    final_model, scores, confidence = _final_model(predictor, autogluon_best,
+                                                   [t.model for t in trials if t.status == "ok"], fit_weighted,
+                                                   resources, deadline, y_val, switch_confidence)
     predictor._post_fit(**post_fit, infer_limit=None, num_cpus=effective.get("num_cpus", "auto"),
                         num_gpus=effective.get("num_gpus", "auto"),
                         fit_strategy=effective.get("fit_strategy", "sequential"), raise_on_no_models_fitted=False)
     predictor.save()
-    return AutoGluonSearch(predictor, method, budget, phase1_models, autogluon_best, trials, history, y_val,
-                           final_model, scores, phase1_seconds, time.monotonic() - start)
+    search = AutoGluonSearch(predictor, method, budget, phase1_models, autogluon_best, trials, history, y_val,
+                             final_model, scores, phase1_seconds, time.monotonic() - start)
+    search.confidence = confidence
+    return search
 
 
 def _effective_fit_kwargs(presets, hyperparameters, fit_kwargs) -> Dict[str, Any]:
@@ -803,14 +817,15 @@ def _failure_reason(predictor, index: int) -> str:
     return "AutoGluon trained no model (skipped, e.g. not enough time left)"
 
 
-def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources, deadline):
+def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources, deadline, y_val, switch_confidence):
     """AutoGluon's weighted ensemble refitted over every model (or, without weighted ensembles, the best single
-    model), kept as ``model_best`` only when its validation score beats AutoGluon's own best."""
+    model), kept as ``model_best`` only when its validation score beats AutoGluon's own best and the paired test
+    (:func:`_confidence`) is at least ``switch_confidence`` sure. Returns (chosen, scores, confidence)."""
     scores: Dict[str, float] = {}
     if not new_models:
         if autogluon_best is not None:
             scores[autogluon_best] = _scores(predictor)[autogluon_best]
-        return autogluon_best, scores
+        return autogluon_best, scores, None
     candidate = None
     if fit_weighted:
         left = max(5.0, deadline - time.monotonic())
@@ -826,14 +841,33 @@ def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources,
         candidate = max(new_models, key=lambda m: all_scores[m])
     if autogluon_best is not None:
         scores[autogluon_best] = all_scores[autogluon_best]
-    chosen = autogluon_best
+    chosen, confidence = autogluon_best, None
     if candidate is not None:
         scores[candidate] = all_scores[candidate]
-        if autogluon_best is None or scores[candidate] > scores[autogluon_best]:
+        if autogluon_best is None:
             chosen = candidate
+        elif scores[candidate] > scores[autogluon_best]:
+            confidence = _confidence(predictor, autogluon_best, candidate, y_val)
+            if confidence >= switch_confidence:
+                chosen = candidate
     if chosen is not None:
         predictor.set_model_best(chosen, save_trainer=True)
-    return chosen, scores
+    return chosen, scores, confidence
+
+
+def _confidence(predictor, old: str, new: str, y_val) -> float:
+    """How sure a one-sided paired z-test over the validation (bagged: out-of-fold) rows is that ``new`` has the
+    lower loss than ``old``: Phi(mean(d) / (sd(d) / sqrt(n))) for the rows' loss differences d. The loss is the
+    metric vocabulary's for the eval_metric (the metric itself for accuracy, log_loss, MSE, RMSE, R2, MAE; 0/1
+    error, MSE or MAE standing in for metrics without a per-row loss, such as AUC or F1)."""
+    preds = validation_predictions(predictor, [old, new])
+    loss = optdiv_metric(predictor)
+    d = per_example_loss(preds[old], y_val, loss) - per_example_loss(preds[new], y_val, loss)
+    sd = float(np.std(d, ddof=1)) if len(d) > 1 else 0.0
+    if not sd > 0:
+        return 0.5 if not float(np.mean(d)) else (1.0 if float(np.mean(d)) > 0 else 0.0)
+    z = float(np.mean(d)) / (sd / math.sqrt(len(d)))
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
 
 
 # --------------------------------------------------------------------------- #
@@ -868,8 +902,8 @@ def configspace_of(ag_search_space: Dict[str, Any]):
                 continue
             new = cs_compat.uniform_int(name, hp.lower, hp.upper, None)
         else:
-            raise HostVersionError("unknown AutoGluon search space type %s for %r (written for %s)"
-                                   % (type(hp).__name__, name, WRITTEN_FOR))
+            raise ValueError("optdiv's searcher handles Real, Int, Bool and Categorical search spaces; %r is a %s"
+                             % (name, type(hp).__name__))
         hps.append(new)
         names.append(name)
     cs_compat.add_hyperparameters(cs, hps)

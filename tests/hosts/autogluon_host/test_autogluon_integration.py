@@ -7,6 +7,7 @@ limits under a minute. AutoGluon is imported inside the tests.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -86,12 +87,22 @@ def test_hook_starts_from_autogluons_own_fit_spends_the_budget_and_saves(tmp_pat
             assert obs.val_loss == pytest.approx(np.mean(obs.val_pred.argmax(1) != search.y_val))
     assert any(t.info.get("strategy") == "optdivbo" and t.info.get("weight", 0) > 0 for t in search.trials)
 
-    # the final model is AutoGluon's best or the refitted ensemble, never worse on validation
-    assert predictor.model_best == search.final_model
-    assert set(search.scores) >= {search.autogluon_best}
+    # the final model is AutoGluon's best or the refitted ensemble, never worse on validation; the refitted one
+    # replaces AutoGluon's only when the paired test on the validation rows is sure enough
+    refit = "WeightedEnsemble_L2" + oag.ENSEMBLE_SUFFIX
+    assert predictor.model_best == search.final_model in (search.autogluon_best, refit)
+    assert set(search.scores) == {search.autogluon_best, refit}
     assert board[search.final_model] >= board[search.autogluon_best]
-    if search.final_model != search.autogluon_best:
-        assert search.final_model == "WeightedEnsemble_L2" + oag.ENSEMBLE_SUFFIX
+    if search.scores[refit] > search.scores[search.autogluon_best]:
+        both = predictor.predict_proba_multi(models=[search.autogluon_best, refit], as_pandas=False,
+                                             inverse_transform=False)
+        d = ((both[search.autogluon_best].argmax(1) != search.y_val).astype(float)
+             - (both[refit].argmax(1) != search.y_val))
+        z = d.mean() / (d.std(ddof=1) / np.sqrt(len(d)))
+        assert search.confidence == pytest.approx(0.5 * (1 + math.erf(z / math.sqrt(2))))
+        assert (search.final_model == refit) == (search.confidence >= oag.SWITCH_CONFIDENCE)
+    else:
+        assert search.final_model == search.autogluon_best and search.confidence is None
 
     # saved like any predictor: loading gives the same model and the same predictions
     proba = predictor.predict_proba(test)
@@ -144,7 +155,8 @@ def test_regression_hook_uses_values_and_the_metric(tmp_path):
     train, val, test = df.iloc[:260], df.iloc[260:350], df.iloc[350:]
     predictor = _predictor(tmp_path, eval_metric="mean_absolute_error")
     search = oag.fit(predictor, train, tuning_data=val, time_limit=30, hyperparameters={"LR": {}},
-                     families=["KNN", "LR"], n_models=4, n_initial=2, n_candidates=200, num_cpus=1)
+                     families=["KNN", "LR"], n_models=4, n_initial=2, n_candidates=200, switch_confidence=0.0,
+                     num_cpus=1)
 
     assert search.phase1_models == ["LinearModel", "WeightedEnsemble_L2"]
     assert len(search.trials) == 4 and all(t.status == "ok" for t in search.trials), search.trials_frame()
@@ -152,6 +164,9 @@ def test_regression_hook_uses_values_and_the_metric(tmp_path):
     for obs in search.history:  # AutoGluon's MAE score, turned into a loss, is the MAE of the stored predictions
         assert obs.val_pred.shape == (len(val),)
         assert obs.val_loss == pytest.approx(np.abs(obs.val_pred - search.y_val).mean(), rel=1e-4)
+    refit = "WeightedEnsemble_L2" + oag.ENSEMBLE_SUFFIX  # switch_confidence=0: the validation score decides
+    better = search.scores[refit] > search.scores["WeightedEnsemble_L2"]
+    assert search.final_model == (refit if better else "WeightedEnsemble_L2") == predictor.model_best
     preds = predictor.predict(test)
     assert np.abs(preds - test["target"]).mean() < np.abs(test["target"] - train["target"].mean()).mean()
 
@@ -243,6 +258,8 @@ def test_bad_input_is_rejected_with_clear_errors(tmp_path):
         oag.fit(predictor, train, n_models=-1)
     with pytest.raises(ValueError, match="time_limit must be a positive"):
         oag.fit(predictor, train, time_limit=0)
+    with pytest.raises(ValueError, match="switch_confidence"):
+        oag.fit(predictor, train, switch_confidence=1.0)
     with pytest.raises(ValueError, match="infer_limit.*not supported"):
         oag.fit(predictor, train, infer_limit=0.01)
     with pytest.raises(ValueError, match="use_bag_holdout.*not supported"):
