@@ -10,7 +10,8 @@ Two entry points, both driven by the core's one ``DiversityAwareSelector``:
   history starts with phase 1's models and their validation (or, bagged, out-of-fold) predictions, so
   diversity is measured against what AutoGluon already has. At the end AutoGluon refits its weighted
   ensemble over every model; the predictor keeps it only if it beats AutoGluon's own best model on
-  validation, so the result is never worse there than AutoGluon alone. AutoGluon's post-fit steps
+  validation, and a cross-validation on those rows says the gain is not just the larger pool fitting them,
+  so the result is never worse there than AutoGluon alone. AutoGluon's post-fit steps
   (refit_full, calibration, keep_only_best, save_space) run once, on the final predictor.
 * :class:`OptDivSearcher` -- a searcher for AutoGluon's own per-model HPO
   (``hyperparameter_tune_kwargs={"scheduler": "local", "searcher": "optdivbo", ...}`` after
@@ -80,9 +81,10 @@ ENSEMBLE_SUFFIX = "_OptDiv"  # the refitted weighted ensemble, e.g. WeightedEnse
 DEFAULT_TIME_LIMIT = 3600.0
 #: Phase 2 starts only with at least this many seconds left (one small model plus fit_extra's own overhead).
 MIN_MODEL_SECONDS = 1.5
-#: The refitted ensemble replaces AutoGluon's best only when a one-sided paired z-test over the validation rows gives
-#: it the lower loss with at least this confidence: both ensembles are fitted on those rows, the refitted one with
-#: more models to choose from, so a higher validation score alone is partly noise (see fit's ``switch_confidence``).
+#: The refitted ensemble replaces AutoGluon's best only when a cross-validation over the validation rows is at least
+#: this sure that ensembling over every model generalises better than over phase 1's (:func:`_cv_confidence`): both
+#: ensembles are fitted on those rows, the refitted one with more models to choose from, so a higher validation
+#: score alone is partly noise.
 SWITCH_CONFIDENCE = 0.9
 #: AutoGluon's post-fit steps: run once at the end (on the final ensemble), not after phase 1.
 _POST_FIT = ("refit_full", "set_best_to_refit_full", "keep_only_best", "save_space", "calibrate",
@@ -532,7 +534,7 @@ class AutoGluonSearch:
         self.y_val = y_val
         self.final_model: Optional[str] = final_model
         self.scores: Dict[str, float] = scores  # validation scores of AutoGluon's best and the refitted ensemble
-        #: the paired test's confidence that the refitted ensemble has the lower validation loss (None: not compared)
+        #: the cross-validated confidence that ensembling over every model beats phase 1's (None: not compared)
         self.confidence: Optional[float] = None
         self.phase1_seconds = phase1_seconds
         self.seconds = seconds
@@ -585,8 +587,9 @@ def fit(
     (AutoGluon keys; default every installed one) with ``method`` (``optdivbo``, ``divbo``, ``bo``, ``rs``)
     and trains each with ``fit_extra``, capped at the time left (and at ``model_time_limit`` when given);
     it starts from phase 1's models. At the end AutoGluon's weighted ensemble is refitted over every model
-    and becomes ``predictor.model_best`` only if its validation score beats AutoGluon's own best and a paired
-    test on the validation rows' losses is at least ``switch_confidence`` sure of it (0: the score alone); then
+    and becomes ``predictor.model_best`` only if its validation score beats AutoGluon's own best and a
+    cross-validation on the validation rows is at least ``switch_confidence`` sure that it generalises better
+    (0: the score alone); then
     AutoGluon's post-fit steps the arguments ask for run, and the predictor is saved (``TabularPredictor.load``
     gives it back). ``time_limit`` defaults to the presets' own, else :data:`DEFAULT_TIME_LIMIT`.
     ``callback(trial)`` is called after every phase-2 model. Stacking works; phase-2 models join level 1
@@ -653,7 +656,7 @@ def fit(
 
     final_model, scores, confidence = _final_model(predictor, autogluon_best,
                                                    [t.model for t in trials if t.status == "ok"], fit_weighted,
-                                                   resources, deadline, y_val, switch_confidence)
+                                                   resources, deadline, y_val, switch_confidence, history, seed)
     predictor._post_fit(**post_fit, infer_limit=None, num_cpus=effective.get("num_cpus", "auto"),
                         num_gpus=effective.get("num_gpus", "auto"),
                         fit_strategy=effective.get("fit_strategy", "sequential"), raise_on_no_models_fitted=False)
@@ -817,10 +820,12 @@ def _failure_reason(predictor, index: int) -> str:
     return "AutoGluon trained no model (skipped, e.g. not enough time left)"
 
 
-def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources, deadline, y_val, switch_confidence):
+def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources, deadline, y_val, switch_confidence,
+                 history, seed):
     """AutoGluon's weighted ensemble refitted over every model (or, without weighted ensembles, the best single
-    model), kept as ``model_best`` only when its validation score beats AutoGluon's own best and the paired test
-    (:func:`_confidence`) is at least ``switch_confidence`` sure. Returns (chosen, scores, confidence)."""
+    model), kept as ``model_best`` only when its validation score beats AutoGluon's own best and the
+    cross-validated test (:func:`_cv_confidence`) is at least ``switch_confidence`` sure that ensembling over every
+    model generalises better than over phase 1's. Returns (chosen, scores, confidence)."""
     scores: Dict[str, float] = {}
     if not new_models:
         if autogluon_best is not None:
@@ -847,27 +852,73 @@ def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources,
         if autogluon_best is None:
             chosen = candidate
         elif scores[candidate] > scores[autogluon_best]:
-            confidence = _confidence(predictor, autogluon_best, candidate, y_val)
-            if confidence >= switch_confidence:
+            confidence = _cv_confidence(predictor, set(new_models), y_val, history, seed,
+                                        ensemble=fit_weighted) if switch_confidence > 0 else None
+            if confidence is None or confidence >= switch_confidence:
                 chosen = candidate
     if chosen is not None:
         predictor.set_model_best(chosen, save_trainer=True)
     return chosen, scores, confidence
 
 
-def _confidence(predictor, old: str, new: str, y_val) -> float:
-    """How sure a one-sided paired z-test over the validation (bagged: out-of-fold) rows is that ``new`` has the
-    lower loss than ``old``: Phi(mean(d) / (sd(d) / sqrt(n))) for the rows' loss differences d. The loss is the
-    metric vocabulary's for the eval_metric (the metric itself for accuracy, log_loss, MSE, RMSE, R2, MAE; 0/1
-    error, MSE or MAE standing in for metrics without a per-row loss, such as AUC or F1)."""
-    preds = validation_predictions(predictor, [old, new])
-    loss = optdiv_metric(predictor)
-    d = per_example_loss(preds[old], y_val, loss) - per_example_loss(preds[new], y_val, loss)
-    sd = float(np.std(d, ddof=1)) if len(d) > 1 else 0.0
+#: Folds of the cross-validation on the validation rows that decides whether the refitted ensemble is kept.
+SWITCH_FOLDS = 5
+
+
+def _cv_confidence(predictor, new_models, y_val, history, seed: int, ensemble: bool = True) -> float:
+    """:func:`switch_confidence_cv` for the predictor's models: phase 1's against all, on the rows of
+    :func:`validation_targets`, with the predictions the search stored (the others read from AutoGluon)."""
+    stored = {obs.__dict__.get("model"): obs.val_pred for obs in history if obs.val_pred is not None}
+    models = list(predictor.model_names(stack_name="core"))
+    stored.update(validation_predictions(predictor, [m for m in models if m not in stored]))
+    models = [m for m in models if stored.get(m) is not None and np.all(np.isfinite(stored[m]))
+              and stored[m].shape[0] == len(y_val)]
+    old = [i for i, m in enumerate(models) if m not in new_models]
+    if not old or len(old) == len(models):
+        return 0.5
+    preds = np.stack([stored[m] for m in models])
+    return switch_confidence_cv(preds, old, y_val, optdiv_metric(predictor), seed=seed, ensemble=ensemble)
+
+
+def switch_confidence_cv(preds, old: Sequence[int], y, loss: str, seed: int = 0, ensemble: bool = True,
+                         folds: int = SWITCH_FOLDS, size: int = 25) -> float:
+    """How sure a cross-validation over the rows of ``y`` is that a weighted ensemble over every model of ``preds``
+    ((models, rows, classes) probabilities or (models, rows) values) predicts unseen rows better than one over
+    the models ``old`` alone.
+
+    On ``folds`` folds of the rows, Caruana's selection (``optdiv.core.ensemble``, the greedy method AutoGluon's
+    weighted ensemble uses; ``size`` rounds) is fitted on the other folds, once over ``old`` and once over all, and
+    each row's ``loss`` is taken where it was held out. The confidence is a one-sided paired z-test on those
+    losses, Phi(mean(d) / (sd(d) / sqrt(n))). Unlike the two ensembles' validation scores, the held-out losses do
+    not reward the larger pool for fitting the rows it is scored on. ``ensemble=False`` compares the best single
+    model of each pool instead. ``loss`` is the metric vocabulary's for the eval_metric (the metric itself for
+    accuracy, log_loss, MSE, RMSE, R2 and MAE; 0/1 error, MSE or MAE standing in for metrics without a per-row
+    loss, such as AUC or F1)."""
+    from optdiv.core.ensemble import ensemble_predict, ensemble_selection
+
+    preds = np.asarray(preds, dtype=np.float64)
+    y = np.asarray(y)
+    old = list(old)
+    n = len(y)
+    fold_of = np.random.default_rng([seed, 0x5717C4]).permutation(n) % max(2, min(folds, n))
+    held_out = np.zeros((2, n))
+    for fold in np.unique(fold_of):
+        fit_rows, test_rows = fold_of != fold, fold_of == fold
+        for j, pool in enumerate((old, list(range(preds.shape[0])))):
+            sub = preds[pool][:, fit_rows]
+            if ensemble:
+                weights = ensemble_selection(sub, y[fit_rows], loss, size=size, seed=seed).weights
+            else:
+                weights = np.zeros(len(pool))
+                weights[int(np.argmin(per_example_loss(sub, y[fit_rows], loss).mean(axis=1)))] = 1.0
+            held_out[j, test_rows] = per_example_loss(ensemble_predict(preds[pool][:, test_rows], weights),
+                                                      y[test_rows], loss)
+    d = held_out[0] - held_out[1]
+    mean = float(np.mean(d))
+    sd = float(np.std(d, ddof=1)) if n > 1 else 0.0
     if not sd > 0:
-        return 0.5 if not float(np.mean(d)) else (1.0 if float(np.mean(d)) > 0 else 0.0)
-    z = float(np.mean(d)) / (sd / math.sqrt(len(d)))
-    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+        return 0.5 if mean == 0 else (1.0 if mean > 0 else 0.0)
+    return 0.5 * (1.0 + math.erf(mean / (sd / math.sqrt(n)) / math.sqrt(2.0)))
 
 
 # --------------------------------------------------------------------------- #
@@ -1134,6 +1185,7 @@ __all__ = [
     "to_hyperparameters",
     "from_hyperparameters",
     "configspace_of",
+    "switch_confidence_cv",
     "validation_predictions",
     "validation_targets",
     "register_searchers",
