@@ -37,7 +37,6 @@ import math
 import os
 import re
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -176,7 +175,8 @@ def _hook_problems() -> List[str]:
     def model_classes():
         import autogluon.tabular.models as models
 
-        wrong = [key for key, cls in _MODEL_CLASSES.items() if getattr(getattr(models, cls, None), "ag_key", None) != key]
+        wrong = [key for key, cls in _MODEL_CLASSES.items()
+                 if getattr(getattr(models, cls, None), "ag_key", None) != key]
         return None if not wrong else "model classes of %s are gone or renamed" % ", ".join(wrong)
 
     _check(problems, "autogluon.tabular.TabularPredictor methods", predictor)
@@ -519,11 +519,12 @@ class AutoGluonSearch:
     ``phase1_models``: what AutoGluon trained for the user's own fit; ``autogluon_best``: AutoGluon's best
     model after it; ``trials``: phase 2's suggestions; ``history``: the observations the suggestions were made
     from (phase 1's models first, with their stored predictions); ``final_model``: ``predictor.model_best``
-    at the end (before any refit_full), AutoGluon's best unless the refitted ensemble beat it on validation.
+    at the end (before any refit_full), AutoGluon's best unless the refitted ensemble beat it on validation
+    and in the cross-validation on those rows.
     """
 
     def __init__(self, predictor, method, budget, phase1_models, autogluon_best, trials, history, y_val,
-                 final_model, scores, phase1_seconds, seconds):
+                 final_model, scores, confidence, phase1_seconds, seconds):
         self.predictor = predictor
         self.method = method
         self.time_limit = budget
@@ -535,7 +536,7 @@ class AutoGluonSearch:
         self.final_model: Optional[str] = final_model
         self.scores: Dict[str, float] = scores  # validation scores of AutoGluon's best and the refitted ensemble
         #: the cross-validated confidence that ensembling over every model beats phase 1's (None: not compared)
-        self.confidence: Optional[float] = None
+        self.confidence: Optional[float] = confidence
         self.phase1_seconds = phase1_seconds
         self.seconds = seconds
 
@@ -589,9 +590,9 @@ def fit(
     it starts from phase 1's models. At the end AutoGluon's weighted ensemble is refitted over every model
     and becomes ``predictor.model_best`` only if its validation score beats AutoGluon's own best and a
     cross-validation on the validation rows is at least ``switch_confidence`` sure that it generalises better
-    (0: the score alone); then
-    AutoGluon's post-fit steps the arguments ask for run, and the predictor is saved (``TabularPredictor.load``
-    gives it back). ``time_limit`` defaults to the presets' own, else :data:`DEFAULT_TIME_LIMIT`.
+    (0: the score alone); then AutoGluon's post-fit steps the arguments ask for run, and the predictor is
+    saved (``TabularPredictor.load`` gives it back). ``time_limit`` defaults to the presets' own, else
+    :data:`DEFAULT_TIME_LIMIT`.
     ``callback(trial)`` is called after every phase-2 model. Stacking works; phase-2 models join level 1
     (they feed the final weighted ensemble, not the stack's upper levels).
     """
@@ -661,10 +662,8 @@ def fit(
                         num_gpus=effective.get("num_gpus", "auto"),
                         fit_strategy=effective.get("fit_strategy", "sequential"), raise_on_no_models_fitted=False)
     predictor.save()
-    search = AutoGluonSearch(predictor, method, budget, phase1_models, autogluon_best, trials, history, y_val,
-                             final_model, scores, phase1_seconds, time.monotonic() - start)
-    search.confidence = confidence
-    return search
+    return AutoGluonSearch(predictor, method, budget, phase1_models, autogluon_best, trials, history, y_val,
+                           final_model, scores, confidence, phase1_seconds, time.monotonic() - start)
 
 
 def _effective_fit_kwargs(presets, hyperparameters, fit_kwargs) -> Dict[str, Any]:

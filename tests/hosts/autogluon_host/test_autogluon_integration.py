@@ -208,7 +208,8 @@ def test_phase1_models_map_to_the_nearest_configuration():
     plain = oag.from_hyperparameters("GBM", {"learning_rate": 0.05, "seed": 0}, space)
     assert plain["classifier:lightgbm:num_leaves"] == 31  # LightGBM's own default where AutoGluon sets none
     rf = oag.from_hyperparameters("RF", {"n_estimators": 300, "max_leaf_nodes": 15000, "criterion": "entropy"}, space)
-    assert rf["classifier:random_forest:max_features"] == "sqrt" and rf["classifier:random_forest:min_samples_leaf"] == 1
+    assert rf["classifier:random_forest:max_features"] == "sqrt"
+    assert rf["classifier:random_forest:min_samples_leaf"] == 1
     knn = oag.from_hyperparameters("KNN", {"weights": "distance"}, space)
     assert knn["classifier:k_nearest_neighbors:weights"] == "distance"
     assert knn["classifier:k_nearest_neighbors:p"] == "2"
