@@ -100,6 +100,9 @@ def run_one(dataset, method: str, seed: int, budget: float, model_dir: Path, n_m
     else:
         error = float(np.mean((pred.to_numpy(dtype=float) - test[label].to_numpy(dtype=float)) ** 2))
     board = predictor.leaderboard()
+    if info.get("val_scores"):  # both candidates of the final choice on the test rows, to calibrate the switch
+        on_test = predictor.leaderboard(test).set_index("model")["score_test"]
+        info["test_scores"] = {m: float(on_test[m]) for m in info["val_scores"] if m in on_test.index}
     return {
         "dataset": dataset.name, "method": method, "seed": seed, "budget_s": budget, "num_cpus": num_cpus,
         "seconds": round(seconds, 1),

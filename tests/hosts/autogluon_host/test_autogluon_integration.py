@@ -345,6 +345,7 @@ def test_table6_command_runs_end_to_end_on_a_small_csv(tmp_path):
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 1 and runs[0]["method"] == "optdivbo" and runs[0]["hook"] == bench.HOOK
     assert runs[0]["phase1_models"] >= 1 and runs[0]["trials"] >= 1
+    assert set(runs[0]["test_scores"]) == set(runs[0]["val_scores"]) and runs[0]["autogluon_best"] in runs[0]["val_scores"]
     assert 0.0 <= runs[0]["test_error"] < 30.0 and 0.7 * 30 <= runs[0]["seconds"] <= 30.0 + 5.0
     summary = (out / "summary.md").read_text()
     assert "| quake |" in summary and "44.70" in summary and "44.72" in summary
