@@ -1,16 +1,18 @@
-"""Table 6 comparison: AutoGluon-Tabular's defaults vs DivBO / OptDivBO choosing AutoGluon's models.
+"""Table 6 comparison: AutoGluon-Tabular's defaults vs AutoGluon + optdiv at the same wall-time budget.
 
-Every run gets the same data and the same wall-time budget: the papers' 60/20/20 split
-(``optdiv.cash.data.split``, stratified, one split per seed), train on the 60%, validation (AutoGluon's
-``tuning_data``: search, early stopping and the weighted ensemble) on the 20%, test error on the
-last 20%. ``autogluon`` is ``TabularPredictor.fit`` with its default presets; ``optdivbo``, ``divbo``
-(and ``bo``, ``rs``) are ``optdiv.integrations.autogluon.fit`` with AutoGluon's weighted ensemble.
+Every run gets the same data and the same budget: the papers' 60/20/20 split (``optdiv.cash.data.split``,
+stratified, one split per seed), train on the 60%, validation (AutoGluon's ``tuning_data``: early stopping,
+the search and the weighted ensemble) on the 20%, test error on the last 20%. ``autogluon`` is
+``TabularPredictor.fit`` with its default presets; ``optdivbo``, ``divbo`` (and ``bo``, ``rs``) are
+``optdiv.integrations.autogluon.fit`` with the same arguments: AutoGluon's own fit first, then suggestions
+of that method in the time AutoGluon leaves, then AutoGluon's weighted ensemble refitted over every model.
 
     python benchmarks/autogluon_compare.py --data ../shared/datasets/quake.csv --seeds 0 \\
         --time-budget 60 --out .cache/ag_compare/tiny
 
 Each finished run is appended to ``OUT/runs.jsonl`` (a rerun skips runs already there, so an
-interrupted comparison resumes); ``OUT/summary.md`` holds the table with the papers' numbers beside.
+interrupted comparison resumes; optdiv runs of the earlier single-phase hook, without ``hook`` =
+:data:`HOOK`, are run again); ``OUT/summary.md`` holds the table with the papers' numbers beside.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed on
     sys.path.insert(0, str(REPO))
 
 METHODS = ("autogluon", "optdivbo", "divbo", "bo", "rs")
+#: The hook's design the optdiv runs measure: AutoGluon's own fit, then the search in the time left.
+HOOK = "phases"
 
 #: Test error (%) published for the AutoGluon space: OptDivBO (KDD 2024) Table 6 and DivBO
 #: (NeurIPS 2022) Table 12. Keys: (column, dataset).
@@ -63,7 +67,7 @@ def _label_for(dataset) -> str:
 
 
 def run_one(dataset, method: str, seed: int, budget: float, model_dir: Path, n_models: int,
-            model_time_limit=None) -> Dict:
+            model_time_limit=None, num_cpus="auto") -> Dict:
     """One run: fit under ``budget`` seconds, then the test error (% for classification, MSE otherwise)."""
     from autogluon.tabular import TabularPredictor
 
@@ -77,14 +81,18 @@ def run_one(dataset, method: str, seed: int, budget: float, model_dir: Path, n_m
     start = time.monotonic()
     info: Dict = {}
     if method == "autogluon":
-        predictor.fit(train, tuning_data=val, time_limit=budget)
+        predictor.fit(train, tuning_data=val, time_limit=budget, num_cpus=num_cpus)
     else:
         from optdiv.integrations import autogluon as oag
 
-        result = oag.fit(predictor, train, tuning_data=val, method=method, n_models=n_models, time_limit=budget,
-                         seed=seed, model_time_limit=model_time_limit)
-        info = {"trials": len(result.trials), "failed": sum(t.status != "ok" for t in result.trials),
-                "families": sorted({t.family for t in result.trials})}
+        result = oag.fit(predictor, train, tuning_data=val, time_limit=budget, num_cpus=num_cpus, method=method,
+                         n_models=n_models, seed=seed, model_time_limit=model_time_limit)
+        info = {"hook": HOOK, "phase1_seconds": round(result.phase1_seconds, 1),
+                "phase1_models": sum(not m.startswith("WeightedEnsemble") for m in result.phase1_models),
+                "trials": len(result.trials), "failed": sum(t.status != "ok" for t in result.trials),
+                "families": sorted({t.family for t in result.trials}), "autogluon_best": result.autogluon_best,
+                "val_scores": result.scores,  # AutoGluon's best and the refitted ensemble, on the validation rows
+                "switch_confidence": result.confidence}
     seconds = time.monotonic() - start
     pred = predictor.predict(test)
     if classification:
@@ -92,8 +100,12 @@ def run_one(dataset, method: str, seed: int, budget: float, model_dir: Path, n_m
     else:
         error = float(np.mean((pred.to_numpy(dtype=float) - test[label].to_numpy(dtype=float)) ** 2))
     board = predictor.leaderboard()
+    if info.get("val_scores"):  # both candidates of the final choice on the test rows, to calibrate the switch
+        on_test = predictor.leaderboard(test).set_index("model")["score_test"]
+        info["test_scores"] = {m: float(on_test[m]) for m in info["val_scores"] if m in on_test.index}
     return {
-        "dataset": dataset.name, "method": method, "seed": seed, "budget_s": budget, "seconds": round(seconds, 1),
+        "dataset": dataset.name, "method": method, "seed": seed, "budget_s": budget, "num_cpus": num_cpus,
+        "seconds": round(seconds, 1),
         "test_error": error, "metric": "error_%" if classification else "mse",
         "models": int((~board["model"].str.startswith("WeightedEnsemble")).sum()),
         "best_model": predictor.model_best, **info,
@@ -126,7 +138,10 @@ def main(argv=None) -> int:
     parser.add_argument("--methods", nargs="+", default=["autogluon", "optdivbo", "divbo"], choices=METHODS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--time-budget", type=float, default=180.0, help="wall-time seconds per run (all methods)")
-    parser.add_argument("--n-models", type=int, default=250, help="most suggestions per optdiv run")
+    parser.add_argument("--n-models", type=int, default=1000,
+                        help="most suggestions per optdiv run (default: so many that the budget decides)")
+    parser.add_argument("--num-cpus", default="auto",
+                        help="AutoGluon's num_cpus for every method (default: AutoGluon's own choice)")
     parser.add_argument("--model-time-limit", type=float, default=None, help="cap on one model's training (s)")
     parser.add_argument("--out", default=".cache/ag_compare", help="folder for runs.jsonl and summary.md")
     parser.add_argument("--keep-models", action="store_true", help="keep AutoGluon's model folders")
@@ -135,6 +150,11 @@ def main(argv=None) -> int:
         parser.error("--time-budget must be positive")
     if any(s < 0 for s in args.seeds):
         parser.error("--seeds must be non-negative")
+    num_cpus = args.num_cpus
+    if num_cpus != "auto":
+        if not num_cpus.isdigit() or int(num_cpus) < 1:
+            parser.error("--num-cpus must be a positive integer or auto")
+        num_cpus = int(num_cpus)
 
     from optdiv.cash.data import DataError, load_dataset
 
@@ -142,7 +162,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "runs.jsonl"
     runs = _load_runs(log)
-    done = {(r["dataset"], r["method"], r["seed"], r["budget_s"]) for r in runs}
+    runs = [r for r in runs if r["method"] == "autogluon" or r.get("hook") == HOOK]  # earlier hook: run again
+    done = {(r["dataset"], r["method"], r["seed"], r["budget_s"], r.get("num_cpus", "auto")) for r in runs}
     datasets = []
     for spec in args.data:
         try:
@@ -157,10 +178,10 @@ def main(argv=None) -> int:
     for dataset in datasets:
         for seed in args.seeds:
             for method in args.methods:
-                if (dataset.name, method, seed, args.time_budget) in done:
+                if (dataset.name, method, seed, args.time_budget, num_cpus) in done:
                     continue
                 record = run_one(dataset, method, seed, args.time_budget, out / "models", args.n_models,
-                                 args.model_time_limit)
+                                 args.model_time_limit, num_cpus)
                 print("%-10s %-9s seed %d: test %s %.3f  (%d models, %.0f s)" % (
                     record["dataset"], method, seed, record["metric"], record["test_error"], record["models"],
                     record["seconds"]), flush=True)
@@ -170,7 +191,7 @@ def main(argv=None) -> int:
                 if not args.keep_models:
                     shutil.rmtree(out / "models" / ("%s-%s-%d" % (dataset.name, method, seed)), ignore_errors=True)
     names = [d.name for d in datasets]
-    runs = [r for r in runs if r["budget_s"] == args.time_budget]
+    runs = [r for r in runs if r["budget_s"] == args.time_budget and r.get("num_cpus", "auto") == num_cpus]
     table = summary_table(runs, args.methods, names)
     note = ("Test error (%%) on the 20%% test split, %.0f s per run, seeds %s; paper columns: OptDivBO "
             "(KDD 2024) Table 6 and DivBO (NeurIPS 2022) Table 12.\n\n" % (args.time_budget, args.seeds))

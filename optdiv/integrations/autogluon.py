@@ -1,47 +1,61 @@
-"""AutoGluon-Tabular adapter: DivBO / OptDivBO choose which models AutoGluon trains.
+"""AutoGluon-Tabular adapter: DivBO / OptDivBO add good and different models to what AutoGluon trains.
 
 Two entry points, both driven by the core's one ``DiversityAwareSelector``:
 
-* :func:`fit` -- the model-suggestion hook (the recommended route). An outer loop over AutoGluon's
-  model families (GBM, CAT, XGB, RF, XT, KNN, LR; the installed ones) with AutoGluon's own
-  hyperparameter ranges (``optdiv.cash.spaces.get_space("autogluon", task)``). Each suggestion is
-  trained by AutoGluon itself (``TabularPredictor.fit`` for the first, ``fit_extra`` afterwards), its
-  validation (or out-of-fold) predictions are read back from the predictor, and the next suggestion
-  is made by ``optdiv.cash.optimizers.Optimizer`` (random forest EI re-ranked by the selector). The
-  final weighted ensemble is AutoGluon's (``ensemble="autogluon"``) or optdiv's Caruana selection
-  over the same stored predictions (``ensemble="optdiv"``).
+* :func:`fit` -- the hook (the recommended route), called where ``predictor.fit`` was, with the same
+  arguments. Phase 1 is the fit the user asked AutoGluon for: their ``presets`` and ``hyperparameters``
+  (AutoGluon's default portfolio when they give none), bagging and stacking as they set them. Phase 2
+  spends the rest of ``time_limit`` on suggestions over AutoGluon's model families (GBM, CAT, XGB, RF, XT,
+  KNN, LR; the installed ones), each trained by AutoGluon through ``fit_extra``. The suggestions'
+  history starts with phase 1's models and their validation (or, bagged, out-of-fold) predictions, so
+  diversity is measured against what AutoGluon already has. At the end AutoGluon refits its weighted
+  ensemble over every model; the predictor keeps it only if it beats AutoGluon's own best model on
+  validation, and a cross-validation on those rows says the gain is not just the larger pool fitting them,
+  so the result is never worse there than AutoGluon alone. AutoGluon's post-fit steps
+  (refit_full, calibration, keep_only_best, save_space) run once, on the final predictor.
 * :class:`OptDivSearcher` -- a searcher for AutoGluon's own per-model HPO
   (``hyperparameter_tune_kwargs={"scheduler": "local", "searcher": "optdivbo", ...}`` after
-  :func:`register_searchers`). AutoGluon reports only a score to a searcher; the searcher reloads
-  each finished trial model from disk and predicts AutoGluon's validation rows itself.
+  :func:`register_searchers`). AutoGluon reports only a score to a searcher; the searcher reloads each
+  finished trial model from disk and reads its validation predictions (bagged: its out-of-fold ones).
 
-AutoGluon types stay in this module; ``optdiv.core`` sees numpy arrays only.
+Both routes encode configurations with the engine's ``optdiv.cash.encoding.ConfigEncoder`` (the hook's
+space is a ConfigSpace space; the searcher turns AutoGluon's ``space`` objects into one) and read
+AutoGluon's ``eval_metric`` through the core's metric vocabulary.
+
+The adapter relies on AutoGluon internals; :func:`check_host` checks them when a fit or a searcher starts,
+and a changed host raises :class:`HostVersionError` instead of searching in AutoGluon's own order unnoticed.
+Written against AutoGluon-Tabular 1.6.3 (:data:`WRITTEN_FOR`). AutoGluon types stay in this module;
+``optdiv.core`` sees numpy arrays only.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import math
 import os
 import re
 import time
-import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from optdiv.cash import cs_compat
+from optdiv.cash.encoding import ConfigEncoder
 from optdiv.cash.observation import Observation
-from optdiv.cash.final_ensemble import choose_members
 from optdiv.cash.optimizers import Optimizer
 from optdiv.cash.spaces._assembly import selected
 from optdiv.cash.spaces.autogluon_space import OPTIONAL, autogluon_space
 from optdiv.core.metric_vocabulary import resolve_host, task_of
+from optdiv.core.metrics import per_example_loss
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 
 logger = logging.getLogger(__name__)
+
+WRITTEN_FOR = "AutoGluon-Tabular 1.6.3"
 
 #: AutoGluon model key -> algorithm name in optdiv's AutoGluon space.
 FAMILIES = {
@@ -54,10 +68,201 @@ FAMILIES = {
     "LR": "linear",
 }
 _KEY_OF = {algorithm: key for key, algorithm in FAMILIES.items()}
-#: The engine's strategies this searcher offers, named here so a new engine strategy is not offered unchecked.
+#: AutoGluon's model class of each family (``model_info(...)["model_type"]`` names the class).
+_MODEL_CLASSES = {"GBM": "LGBModel", "CAT": "CatBoostModel", "XGB": "XGBoostModel", "RF": "RFModel",
+                  "XT": "XTModel", "KNN": "KNNModel", "LR": "LinearModel"}
+#: The engine's strategies the hook offers, named here so a new engine strategy is not offered unchecked.
 METHODS = ("rs", "bo", "divbo", "optdivbo")
-ENSEMBLES = ("autogluon", "optdiv", "none")
-NAME_PREFIX = "_OD"  # model names become e.g. LightGBM_OD7: unique per trial, recognisable in the leaderboard
+NAME_PREFIX = "_OD"  # phase-2 models are named e.g. LightGBM_OD7: unique per trial, recognisable in the leaderboard
+ENSEMBLE_SUFFIX = "_OptDiv"  # the refitted weighted ensemble, e.g. WeightedEnsemble_L2_OptDiv
+#: Budget when neither ``time_limit`` nor the presets set one: the hour AutoGluon's quality presets give
+#: themselves. Phase 2 also stops after ``n_models`` suggestions, so small data finish well before it.
+DEFAULT_TIME_LIMIT = 3600.0
+#: Phase 2 starts only with at least this many seconds left (one small model plus fit_extra's own overhead).
+MIN_MODEL_SECONDS = 1.5
+#: The refitted ensemble replaces AutoGluon's best only when a cross-validation over the validation rows is at least
+#: this sure that ensembling over every model generalises better than over phase 1's (:func:`_cv_confidence`): both
+#: ensembles are fitted on those rows, the refitted one with more models to choose from, so a higher validation
+#: score alone is partly noise.
+SWITCH_CONFIDENCE = 0.9
+#: AutoGluon's post-fit steps: run once at the end (on the final ensemble), not after phase 1.
+_POST_FIT = ("refit_full", "set_best_to_refit_full", "keep_only_best", "save_space", "calibrate",
+             "calibrate_decision_threshold")
+#: fit keywords the hook cannot honour, with the reason.
+_REFUSED = {
+    "infer_limit": "the final ensemble is chosen on validation score alone, not under an inference-time limit",
+    "use_bag_holdout": "AutoGluon's refitted weighted ensemble ignores the bag holdout; fit without optdiv",
+}
+
+
+# --------------------------------------------------------------------------- #
+# Host version: the internals the adapter relies on
+# --------------------------------------------------------------------------- #
+
+
+class HostVersionError(RuntimeError):
+    """AutoGluon differs from the version the adapter was written for in something it relies on."""
+
+
+def _parameters(function) -> Tuple[str, ...]:
+    return tuple(inspect.signature(function).parameters)
+
+
+def _missing(actual, expected) -> Optional[str]:
+    gone = [name for name in expected if name not in tuple(actual)]
+    return None if not gone else "missing %s" % ", ".join(gone)
+
+
+def _check(problems: List[str], what: str, test: Callable[[], Optional[str]]) -> None:
+    try:
+        found = test()
+    except Exception as exc:  # an import or attribute that is gone is exactly what this looks for
+        found = "%s: %s" % (type(exc).__name__, exc)
+    if found:
+        problems.append("%s: %s" % (what, found))
+
+
+def _hook_problems() -> List[str]:
+    """Every internal the hook relies on that is missing or has another signature (empty: all as expected)."""
+    problems: List[str] = []
+
+    def predictor():
+        from autogluon.tabular import TabularPredictor as P
+
+        needs = {
+            "fit": ("train_data", "tuning_data", "time_limit", "presets", "hyperparameters", "fit_weighted_ensemble",
+                    "calibrate_decision_threshold", "num_cpus", "num_gpus", "fit_strategy"),
+            "fit_extra": ("hyperparameters", "time_limit", "fit_weighted_ensemble", "num_cpus", "num_gpus"),
+            "predict_proba_multi": ("data", "models", "as_pandas", "as_multiclass", "inverse_transform"),
+            "predict_multi": ("data", "models", "as_pandas", "inverse_transform"),
+            "load_data_internal": ("data", "return_X", "return_y"),
+            "fit_weighted_ensemble": ("base_models", "name_suffix", "time_limit", "num_cpus", "num_gpus"),
+            "set_model_best": ("model", "save_trainer"),
+            "model_hyperparameters": ("model", "include_ag_args_ensemble", "output_format"),
+            "model_info": ("model",), "leaderboard": (), "model_failures": (), "model_names": ("stack_name",),
+            "_post_fit": _POST_FIT + ("infer_limit", "num_cpus", "num_gpus", "fit_strategy",
+                                      "raise_on_no_models_fitted"),
+        }
+        for name, params in needs.items():
+            method = getattr(P, name, None)
+            if method is None:
+                return "TabularPredictor has no %s" % name
+            found = _missing(_parameters(method), params)
+            if found:
+                return "TabularPredictor.%s: %s" % (name, found)
+        return None
+
+    def fit_extra_keywords():
+        from autogluon.tabular import TabularPredictor as P
+
+        from types import SimpleNamespace
+
+        keys = P._fit_extra_kwargs_dict(SimpleNamespace(verbosity=0))  # it reads nothing else of the predictor
+        return _missing(keys, ("ag_args", "ag_args_fit", "calibrate", "refit_full", "set_best_to_refit_full",
+                               "keep_only_best", "save_space", "raise_on_no_models_fitted", "name_suffix"))
+
+    def presets():
+        from autogluon.common.utils.decorators import _apply_presets
+        from autogluon.tabular.configs.presets_configs import tabular_presets_alias, tabular_presets_dict
+
+        found = _missing(_parameters(_apply_presets), ("preset_dict", "presets_alias"))
+        if found:
+            return "_apply_presets: " + found
+        if not isinstance(tabular_presets_dict, dict) or not isinstance(tabular_presets_alias, dict):
+            return "tabular_presets_dict / tabular_presets_alias are not dicts"
+        return None
+
+    def model_classes():
+        import autogluon.tabular.models as models
+
+        wrong = [key for key, cls in _MODEL_CLASSES.items()
+                 if getattr(getattr(models, cls, None), "ag_key", None) != key]
+        return None if not wrong else "model classes of %s are gone or renamed" % ", ".join(wrong)
+
+    _check(problems, "autogluon.tabular.TabularPredictor methods", predictor)
+    _check(problems, "TabularPredictor._fit_extra_kwargs_dict", fit_extra_keywords)
+    _check(problems, "preset resolution (autogluon.common.utils.decorators)", presets)
+    _check(problems, "autogluon.tabular.models (family of a trained model)", model_classes)
+    return problems
+
+
+def _searcher_problems() -> List[str]:
+    """Every internal the HPO searcher relies on that is missing or has another signature."""
+    problems: List[str] = []
+
+    def factory():
+        import importlib
+
+        module = importlib.import_module("autogluon.core.searcher.searcher_factory")
+        configs = getattr(module, "SEARCHER_CONFIGS", None)
+        if not isinstance(configs, dict):
+            return "no module-level SEARCHER_CONFIGS dict"
+        if not all("searcher_cls" in c for c in configs.values()):
+            return "SEARCHER_CONFIGS entries no longer hold searcher_cls"
+        return None
+
+    def searcher():
+        from autogluon.common import space
+        from autogluon.core.searcher.local_random_searcher import LocalRandomSearcher as S
+
+        for name, params in {"get_config": (), "update": ("config",), "evaluation_failed": ("config",),
+                             "configure_scheduler": ("scheduler",), "_pickle_config": ("config",),
+                             "_add_result": ("config", "result"), "_reward_while_pending": ()}.items():
+            method = getattr(S, name, None)
+            if method is None:
+                return "LocalRandomSearcher has no %s" % name
+            found = _missing(_parameters(method), params)
+            if found:
+                return "LocalRandomSearcher.%s: %s" % (name, found)
+        probe = S(search_space={"x": space.Real(0.0, 1.0)}, reward_attribute="reward")
+        gone = [a for a in ("search_space", "_results", "_params_space", "_params_static", "random_state",
+                            "_reward_attribute") if not hasattr(probe, a)]
+        return None if not gone else "LocalRandomSearcher instances lack %s" % ", ".join(gone)
+
+    def trial_layout():
+        from autogluon.core.models.abstract import model_trial
+
+        if "T{task_id + 1}" not in inspect.getsource(model_trial.init_model):
+            return "model_trial.init_model no longer saves trial models under T<trial + 1>"
+        return None
+
+    def bagged():
+        from autogluon.core.models import BaggedEnsembleModel
+
+        method = getattr(BaggedEnsembleModel, "load_oof", None)
+        return "no load_oof" if method is None else _missing(_parameters(method), ("path",))
+
+    _check(problems, "autogluon.core.searcher.searcher_factory", factory)
+    _check(problems, "autogluon.core.searcher.LocalRandomSearcher (the searcher subclasses it)", searcher)
+    _check(problems, "trial model path layout (autogluon.core.models.abstract.model_trial)", trial_layout)
+    _check(problems, "BaggedEnsembleModel (out-of-fold predictions of bagged trials)", bagged)
+    return problems
+
+
+def _installed() -> str:
+    try:
+        import autogluon.tabular
+
+        return "AutoGluon-Tabular %s" % autogluon.tabular.__version__
+    except Exception:  # not installed or no version attribute
+        return "AutoGluon-Tabular (version unknown)"
+
+
+def _raise_if(problems: List[str], what: str) -> None:
+    if problems:
+        raise HostVersionError(
+            "optdiv's AutoGluon %s was written for %s and relies on internals that differ in this environment "
+            "(%s):\n  - %s\nInstall %s (pip install \"autogluon.tabular==1.6.3\"), or fit without optdiv."
+            % (what, WRITTEN_FOR, _installed(), "\n  - ".join(problems), WRITTEN_FOR))
+
+
+def check_host(searcher: bool = False) -> None:
+    """Raise :class:`HostVersionError` unless every AutoGluon internal the hook (``searcher=True``: the HPO
+    searcher) relies on is there with the expected signature. Called when a fit or a searcher starts."""
+    if searcher:
+        _raise_if(_searcher_problems(), "searcher")
+    else:
+        _raise_if(_hook_problems(), "hook")
 
 
 # --------------------------------------------------------------------------- #
@@ -65,7 +270,7 @@ NAME_PREFIX = "_OD"  # model names become e.g. LightGBM_OD7: unique per trial, r
 # --------------------------------------------------------------------------- #
 
 
-def _installed(module: str) -> bool:
+def _installed_module(module: str) -> bool:
     try:
         __import__(module)
     except Exception:  # ImportError or a broken native library
@@ -75,26 +280,14 @@ def _installed(module: str) -> bool:
 
 def available_families() -> List[str]:
     """The AutoGluon model keys this environment can train (CAT / XGB need their packages)."""
-    out = []
-    for key, algorithm in FAMILIES.items():
-        if algorithm in OPTIONAL and not _installed(OPTIONAL[algorithm]):
-            continue
-        out.append(key)
-    return out
+    return [key for key, algorithm in FAMILIES.items()
+            if algorithm not in OPTIONAL or _installed_module(OPTIONAL[algorithm])]
 
 
 def _resolve_families(families: Optional[Sequence[str]]) -> List[str]:
-    """Requested families, checked; missing optional packages are skipped with a warning only when
-    the user did not ask for them by name (asking for an uninstalled family is an error)."""
+    """Requested families, checked. Without a request: every installed family (missing optional packages are
+    skipped); asking for an uninstalled family by name is an error."""
     if families is None:
-        missing = [k for k in FAMILIES if k not in available_families()]
-        if missing:
-            warnings.warn(
-                "skipping AutoGluon model families %s: their packages (%s) are not installed"
-                % (", ".join(missing), ", ".join(OPTIONAL[FAMILIES[k]] for k in missing)),
-                UserWarning,
-                stacklevel=3,
-            )
         return available_families()
     if isinstance(families, str):
         families = [families]
@@ -114,7 +307,7 @@ def _resolve_families(families: Optional[Sequence[str]]) -> List[str]:
 
 
 def search_space(task: str, families: Optional[Sequence[str]] = None):
-    """optdiv's AutoGluon space restricted to ``families`` (AutoGluon keys)."""
+    """optdiv's AutoGluon space (a ConfigSpace space) restricted to ``families`` (AutoGluon keys)."""
     keys = _resolve_families(families)
     return autogluon_space(task, algorithms=[FAMILIES[k] for k in keys])
 
@@ -150,6 +343,80 @@ def to_hyperparameters(config: Dict[str, Any], task: str) -> tuple:
     else:  # linear
         params = {"penalty": str(p["penalty"]), "C": float(p["C"])}
     return _KEY_OF[algorithm], params
+
+
+#: What a model uses for a searched hyperparameter AutoGluon leaves to the library (absent from
+#: ``model_hyperparameters``): the library's own default. ``None``: the space's default.
+_LIBRARY_DEFAULTS = {
+    "lightgbm": {"feature_fraction": 1.0, "min_data_in_leaf": 20, "num_leaves": 31},
+    "catboost": {"depth": 6, "l2_leaf_reg": 3.0},
+    "xgboost": {"max_depth": 6, "min_child_weight": 1.0, "gamma": 0.0, "subsample": 1.0, "colsample_bytree": 1.0,
+                "reg_alpha": 0.0, "reg_lambda": 1.0},
+    "random_forest": {"min_samples_leaf": 1},
+    "extra_trees": {"min_samples_leaf": 1},
+    "k_nearest_neighbors": {"n_neighbors": 5, "p": 2},
+    "linear": {},
+}
+
+
+def from_hyperparameters(family: str, params: Dict[str, Any], space) -> Optional[Dict[str, Any]]:
+    """The configuration of ``space`` nearest to a model AutoGluon trained with ``params`` (its
+    ``model_hyperparameters(..., output_format="all")``): numbers clipped into the space's ranges, values the
+    space does not know replaced by the library's default. None when ``space`` has no such family. Settings
+    outside the space (LightGBM's ``extra_trees``, a forest's criterion) are dropped, so two such models can
+    share a configuration; their predictions still differ, which is what the diversity is measured on."""
+    algorithm = FAMILIES.get(family)
+    if algorithm is None or algorithm not in space.algorithms:
+        return None
+    group = "classifier" if space.task == "classification" else "regressor"
+    prefix = "%s:%s:" % (group, algorithm)
+    config: Dict[str, Any] = {"%s:__choice__" % group: algorithm}
+    defaults = _LIBRARY_DEFAULTS[algorithm]
+    for name in space.hyperparameter_names:
+        if not name.startswith(prefix):
+            continue
+        local = name[len(prefix):]
+        hp = cs_compat.get_hyperparameter(space.configspace, name)
+        value = params.get(local, defaults.get(local))
+        if local == "max_features" and value is None and family in ("RF", "XT"):
+            value = "sqrt" if space.task == "classification" else 1.0  # scikit-learn's forest defaults
+        config[name] = _nearest(hp, value)
+    try:
+        return space.validate(config)
+    except Exception:  # a value the space refuses after all: the model joins the ensemble, not the search
+        return None
+
+
+def _nearest(hp, value):
+    """``value`` as a legal value of ``hp``: clipped into a numerical range, matched to a categorical choice
+    by its text or by the nearest number among numerical choices; the default where nothing matches."""
+    if cs_compat.is_categorical(hp):
+        choices = [str(c) for c in cs_compat.choices_of(hp)]
+        text = str(value)
+        if text in choices:
+            return text
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return str(hp.default_value)
+        numeric = [(abs(float(c) - number), c) for c in choices if _is_number(c)]
+        return min(numeric)[1] if numeric else str(hp.default_value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return hp.default_value
+    if not math.isfinite(number):
+        return hp.default_value
+    number = min(max(number, float(hp.lower)), float(hp.upper))
+    return int(round(number)) if type(hp).__name__.endswith("IntegerHyperparameter") else number
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- #
@@ -203,21 +470,41 @@ def validation_predictions(predictor, models: Sequence[str]) -> Dict[str, np.nda
     return {m: np.asarray(v, dtype=np.float32) for m, v in out.items()}
 
 
+def _model_params(info: Dict[str, Any]) -> Dict[str, Any]:
+    """``model_hyperparameters(name, output_format="all")`` from a ``model_info`` already read (bagged: the
+    children's), without reading the model's info a second time."""
+    try:
+        params = info["bagged_info"]["child_hyperparameters"] if "bagged_info" in info else info["hyperparameters"]
+    except KeyError as exc:
+        raise HostVersionError("model_info() has no %s (written for %s)" % (exc, WRITTEN_FOR)) from None
+    return dict(params)
+
+
+def _family_of(info: Dict[str, Any]) -> Optional[str]:
+    """The AutoGluon key of a trained model from its ``model_info`` (bagged: its children's class)."""
+    if "model_type" not in info:
+        raise HostVersionError("model_info() has no 'model_type' (written for %s)" % WRITTEN_FOR)
+    model_type = info["model_type"]
+    if "bagged_info" in info:
+        model_type = info["bagged_info"].get("child_model_type", model_type)
+    return next((key for key, cls in _MODEL_CLASSES.items() if cls == model_type), None)
+
+
 # --------------------------------------------------------------------------- #
-# The model-suggestion hook
+# The hook
 # --------------------------------------------------------------------------- #
 
 
 @dataclass
 class Trial:
-    """One suggestion: its configuration, the AutoGluon model it became, and what happened."""
+    """One phase-2 suggestion: its configuration, the AutoGluon model it became, and what happened."""
 
     index: int
     family: str  # AutoGluon key, e.g. "GBM"
     hyperparameters: Dict[str, Any]
     config: Dict[str, Any] = field(repr=False)
     model: Optional[str] = None  # AutoGluon model name; None when no model was trained
-    status: str = "pending"  # "ok" | "failed"
+    status: str = "pending"  # "ok" | "failed" | "timeout"
     score_val: float = math.nan  # AutoGluon's validation score (higher is better)
     val_loss: float = math.nan  # the same as an error (eval_metric.convert_score_to_error)
     fit_seconds: float = 0.0
@@ -227,249 +514,297 @@ class Trial:
 
 
 class AutoGluonSearch:
-    """What :func:`fit` returns: the fitted ``predictor`` plus the search record.
+    """What :func:`fit` returns: the fitted ``predictor`` and the record of both phases.
 
-    ``trials`` lists every suggestion; ``history`` holds the optdiv observations (with the stored
-    validation predictions); ``ensemble_members`` / ``ensemble_weights`` the final ensemble
-    (AutoGluon's weighted ensemble's name alone for ``ensemble="autogluon"``).
+    ``phase1_models``: what AutoGluon trained for the user's own fit; ``autogluon_best``: AutoGluon's best
+    model after it; ``trials``: phase 2's suggestions; ``history``: the observations the suggestions were made
+    from (phase 1's models first, with their stored predictions); ``final_model``: ``predictor.model_best``
+    at the end (before any refit_full), AutoGluon's best unless the refitted ensemble beat it on validation
+    and in the cross-validation on those rows.
     """
 
-    def __init__(self, predictor, method, ensemble, trials, history, y_val, members, weights, seconds):
+    def __init__(self, predictor, method, budget, phase1_models, autogluon_best, trials, history, y_val,
+                 final_model, scores, confidence, phase1_seconds, seconds):
         self.predictor = predictor
         self.method = method
-        self.ensemble = ensemble
+        self.time_limit = budget
+        self.phase1_models: List[str] = phase1_models
+        self.autogluon_best: Optional[str] = autogluon_best
         self.trials: List[Trial] = trials
         self.history: List[Observation] = history
         self.y_val = y_val
-        self.ensemble_members: List[str] = members
-        self.ensemble_weights: np.ndarray = weights
+        self.final_model: Optional[str] = final_model
+        self.scores: Dict[str, float] = scores  # validation scores of AutoGluon's best and the refitted ensemble
+        #: the cross-validated confidence that ensembling over every model beats phase 1's (None: not compared)
+        self.confidence: Optional[float] = confidence
+        self.phase1_seconds = phase1_seconds
         self.seconds = seconds
 
     @property
     def models(self) -> List[str]:
-        """AutoGluon names of the models this search trained."""
+        """AutoGluon names of the models phase 2 trained."""
         return [t.model for t in self.trials if t.status == "ok"]
 
     def trials_frame(self):
-        """The trials as a DataFrame (one row per suggestion, in order)."""
+        """Phase 2's suggestions as a DataFrame (one row per suggestion, in order)."""
         import pandas as pd
 
         return pd.DataFrame([{k: getattr(t, k) for k in ("index", "family", "model", "status", "score_val",
                                                           "val_loss", "fit_seconds", "suggest_seconds",
                                                           "hyperparameters", "error")} for t in self.trials])
 
-    def predict_proba(self, data):
-        """Class probabilities of the final ensemble (columns = ``predictor.class_labels``)."""
-        if self.ensemble == "optdiv" and not self.ensemble_members:
-            raise RuntimeError("the search trained no model, so there is no ensemble to predict with")
-        if self.ensemble != "optdiv":
-            return self.predictor.predict_proba(data)
-        probs = self.predictor.predict_proba_multi(data, models=self.ensemble_members, as_multiclass=True)
-        out = None
-        for name, w in zip(self.ensemble_members, self.ensemble_weights):
-            out = probs[name] * float(w) if out is None else out + probs[name] * float(w)
-        return out
-
-    def predict(self, data):
-        """Predictions of the final ensemble (original labels / values)."""
-        if self.ensemble != "optdiv":
-            return self.predictor.predict(data)
-        if not self.ensemble_members:
-            raise RuntimeError("the search trained no model, so there is no ensemble to predict with")
-        if self.predictor.can_predict_proba:
-            return self.predict_proba(data).idxmax(axis=1).rename(self.predictor.label)
-        preds = self.predictor.predict_multi(data, models=self.ensemble_members)
-        out = None
-        for name, w in zip(self.ensemble_members, self.ensemble_weights):
-            out = preds[name] * float(w) if out is None else out + preds[name] * float(w)
-        return out
-
     def __repr__(self) -> str:
         ok = sum(t.status == "ok" for t in self.trials)
-        return "AutoGluonSearch(method=%r, trials=%d, ok=%d, ensemble=%r, seconds=%.1f)" % (
-            self.method, len(self.trials), ok, self.ensemble, self.seconds)
+        return ("AutoGluonSearch(method=%r, phase1_models=%d, trials=%d, ok=%d, final_model=%r, seconds=%.1f of %.0f)"
+                % (self.method, len(self.phase1_models), len(self.trials), ok, self.final_model, self.seconds,
+                   self.time_limit))
 
 
 def fit(
     predictor,
     train_data=None,
     tuning_data=None,
-    method: str = "optdivbo",
-    n_models: int = 60,
     time_limit: Optional[float] = None,
+    presets=None,
+    hyperparameters=None,
+    *,
+    method: str = "optdivbo",
     families: Optional[Sequence[str]] = None,
-    ensemble: str = "autogluon",
+    n_models: int = 100,
     seed: int = 0,
     model_time_limit: Optional[float] = None,
     n_initial: int = 5,
     n_candidates: int = 5000,
-    ensemble_size: int = 25,
+    switch_confidence: float = SWITCH_CONFIDENCE,
     callback: Optional[Callable[[Trial], Any]] = None,
     **fit_kwargs,
 ) -> AutoGluonSearch:
-    """Let DivBO / OptDivBO choose which models ``predictor`` trains, one at a time.
+    """``predictor.fit(train_data, tuning_data, time_limit, presets, hyperparameters, **fit_kwargs)``, then
+    diversity-aware models in the time AutoGluon leaves unused.
 
-    ``predictor`` is an unfitted ``TabularPredictor`` (its label, eval_metric and path are used as
-    given); ``train_data`` / ``tuning_data`` go to its first ``fit`` (give ``tuning_data`` to search
-    and ensemble on your own validation rows; without it AutoGluon holds some out, or uses out-of-fold
-    predictions when ``fit_kwargs`` turn bagging on). ``method``: ``optdivbo``, ``divbo``, ``bo`` or
-    ``rs``. The loop stops after ``n_models`` suggestions or ``time_limit`` seconds (the ensemble's
-    fit included), whichever comes first. ``families``: AutoGluon keys (default: every installed
-    one). ``model_time_limit`` caps one model's training (AutoGluon's ``max_time_limit``). A model
-    that fails to train is recorded as failed and the search goes on. ``ensemble``: ``autogluon``
-    (AutoGluon's weighted ensemble over the trained models becomes the predictor's best model),
-    ``optdiv`` (Caruana selection over the stored predictions; use the returned object's
-    ``predict``) or ``none``. ``callback(trial)`` is called after every trial. Further keyword
-    arguments go to the first ``TabularPredictor.fit``.
+    Phase 1 is AutoGluon's own fit with every argument as given (``hyperparameters=None``: AutoGluon's
+    default portfolio; bagging and stacking keywords included), given the whole ``time_limit`` except a
+    small reserve for the final ensemble. Phase 2 then suggests up to ``n_models`` models over ``families``
+    (AutoGluon keys; default every installed one) with ``method`` (``optdivbo``, ``divbo``, ``bo``, ``rs``)
+    and trains each with ``fit_extra``, capped at the time left (and at ``model_time_limit`` when given);
+    it starts from phase 1's models. At the end AutoGluon's weighted ensemble is refitted over every model
+    and becomes ``predictor.model_best`` only if its validation score beats AutoGluon's own best and a
+    cross-validation on the validation rows is at least ``switch_confidence`` sure that it generalises better
+    (0: the score alone); then AutoGluon's post-fit steps the arguments ask for run, and the predictor is
+    saved (``TabularPredictor.load`` gives it back). ``time_limit`` defaults to the presets' own, else
+    :data:`DEFAULT_TIME_LIMIT`.
+    ``callback(trial)`` is called after every phase-2 model. Stacking works; phase-2 models join level 1
+    (they feed the final weighted ensemble, not the stack's upper levels).
     """
+    check_host()
     if method not in METHODS:
         raise ValueError("unknown method %r; choose one of %s" % (method, ", ".join(METHODS)))
-    if ensemble not in ENSEMBLES:
-        raise ValueError("unknown ensemble %r; choose one of %s" % (ensemble, ", ".join(ENSEMBLES)))
-    if int(n_models) < 1:
-        raise ValueError("n_models must be at least 1")
-    if time_limit is not None and not float(time_limit) > 0:
-        raise ValueError("time_limit must be a positive number of seconds (or None)")
-    if model_time_limit is not None and not float(model_time_limit) > 0:
-        raise ValueError("model_time_limit must be a positive number of seconds (or None)")
+    if isinstance(n_models, bool) or int(n_models) != n_models or n_models < 0:
+        raise ValueError("n_models must be a non-negative integer (0: AutoGluon's own fit only)")
+    for name, value in (("time_limit", time_limit), ("model_time_limit", model_time_limit)):
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError("%s must be a positive number of seconds (or None); got %r" % (name, value))
     if int(seed) < 0:
         raise ValueError("seed must be a non-negative integer")
     if n_initial < 1 or n_candidates < 2:
         raise ValueError("n_initial must be at least 1 and n_candidates at least 2")
+    if not (isinstance(switch_confidence, (int, float)) and 0.0 <= switch_confidence < 1.0):
+        raise ValueError("switch_confidence must be in [0, 1); got %r" % (switch_confidence,))
     if not hasattr(predictor, "fit_extra") or not hasattr(predictor, "predict_proba_multi"):
         raise TypeError("predictor must be an autogluon.tabular.TabularPredictor; got %r" % type(predictor).__name__)
     if getattr(predictor, "is_fit", False):
-        raise ValueError("the predictor is already fitted; pass a new TabularPredictor (the search must own "
+        raise ValueError("the predictor is already fitted; pass a new TabularPredictor (the search must know "
                          "every model it reasons about)")
     if train_data is None:
-        raise ValueError("train_data is required: the first suggestion is trained with TabularPredictor.fit")
-    for key in ("hyperparameters", "hyperparameter_tune_kwargs", "presets"):
-        if key in fit_kwargs:
-            raise ValueError("%r is chosen by the search; do not pass it to optdiv's fit" % key)
-
-    # resources apply to every AutoGluon call, not only the first fit
-    resources = {k: fit_kwargs[k] for k in ("num_cpus", "num_gpus") if k in fit_kwargs}
-    start = time.monotonic()
-    deadline = None if time_limit is None else start + float(time_limit)
-    reserve = 0.0 if time_limit is None else min(30.0, 0.1 * float(time_limit))  # for the final ensemble
+        raise ValueError("train_data is required (the data of AutoGluon's own fit)")
     keys = _resolve_families(families)
+    start = time.monotonic()
+    effective = _effective_fit_kwargs(presets, hyperparameters, fit_kwargs)
+    for key, reason in _REFUSED.items():
+        if effective.get(key) not in (None, False):
+            raise ValueError("%s=%r is not supported by optdiv's AutoGluon hook: %s" % (key, effective[key], reason))
+    deferred = [k for k in _POST_FIT if k in effective]
+    budget = float(time_limit if time_limit is not None else effective.get("time_limit") or DEFAULT_TIME_LIMIT)
+    deadline = start + budget
+    reserve = _reserve(budget)
+    resources = {k: effective[k] for k in ("num_cpus", "num_gpus") if k in effective}
+    post_fit = {k: effective.get(k, v) for k, v in _post_fit_defaults(predictor).items()}
+    fit_weighted = bool(effective.get("fit_weighted_ensemble", True))
+    if deferred:
+        logger.info("optdiv: %s run once at the end, on the final predictor", ", ".join(deferred))
+
+    # Phase 1: the user's own AutoGluon fit; AutoGluon's post-fit steps wait for the final ensemble.
+    kwargs = dict(fit_kwargs)
+    kwargs.update({k: False for k in _POST_FIT})
+    kwargs["raise_on_no_models_fitted"] = False
+    for name, value in (("presets", presets), ("hyperparameters", hyperparameters)):
+        if value is not None:  # passing None would override the presets' own choice (explicit keywords win)
+            kwargs[name] = value
+    predictor.fit(train_data, tuning_data=tuning_data, time_limit=max(1.0, deadline - reserve - time.monotonic()),
+                  **kwargs)
+    phase1_seconds = time.monotonic() - start
+    phase1_models = list(predictor.model_names())
+    autogluon_best = predictor.model_best if phase1_models else None
+
     trials: List[Trial] = []
     history: List[Observation] = []
-    optimizer = None
-    space = None
     y_val = None
-    n_local = min(50, n_candidates // 2)
+    if n_models > 0 and deadline - reserve - time.monotonic() >= MIN_MODEL_SECONDS:
+        y_val, history, trials = _phase2(predictor, method, keys, int(n_models), seed, model_time_limit, n_initial,
+                                         n_candidates, callback, resources, deadline, reserve)
+    if not predictor.model_names():
+        raise RuntimeError("AutoGluon trained no model in %.0f s (see predictor.model_failures())" % budget)
 
-    for index in range(int(n_models)):
-        left = None if deadline is None else deadline - time.monotonic() - reserve
-        if left is not None and left < 1.0:
+    final_model, scores, confidence = _final_model(predictor, autogluon_best,
+                                                   [t.model for t in trials if t.status == "ok"], fit_weighted,
+                                                   resources, deadline, y_val, switch_confidence, history, seed)
+    predictor._post_fit(**post_fit, infer_limit=None, num_cpus=effective.get("num_cpus", "auto"),
+                        num_gpus=effective.get("num_gpus", "auto"),
+                        fit_strategy=effective.get("fit_strategy", "sequential"), raise_on_no_models_fitted=False)
+    predictor.save()
+    return AutoGluonSearch(predictor, method, budget, phase1_models, autogluon_best, trials, history, y_val,
+                           final_model, scores, confidence, phase1_seconds, time.monotonic() - start)
+
+
+def _effective_fit_kwargs(presets, hyperparameters, fit_kwargs) -> Dict[str, Any]:
+    """The keywords AutoGluon's fit will see once the presets are applied (explicit keywords win, as in
+    AutoGluon): where the budget, the post-fit steps and the resources come from."""
+    from autogluon.common.utils.decorators import _apply_presets
+    from autogluon.tabular.configs.presets_configs import tabular_presets_alias, tabular_presets_dict
+
+    kwargs = dict(fit_kwargs)
+    if hyperparameters is not None:
+        kwargs["hyperparameters"] = hyperparameters
+    if presets is not None:
+        kwargs["presets"] = presets
+    _, resolved = _apply_presets(tabular_presets_dict, tabular_presets_alias, **kwargs)
+    return resolved
+
+
+def _post_fit_defaults(predictor) -> Dict[str, Any]:
+    """AutoGluon's own defaults of the post-fit keywords (read from AutoGluon, not copied)."""
+    defaults = predictor._fit_extra_kwargs_dict()
+    out = {k: defaults[k] for k in _POST_FIT if k in defaults}
+    out["calibrate_decision_threshold"] = inspect.signature(type(predictor).fit).parameters[
+        "calibrate_decision_threshold"].default
+    return out
+
+
+def _reserve(budget: float) -> float:
+    """Seconds kept back from both phases for the refitted weighted ensemble and saving: 5% of the budget,
+    at least 2 s and at most 30 s (a few seconds suffice on small data; large data need more to predict)."""
+    return min(30.0, max(2.0, 0.05 * budget))
+
+
+def _scores(predictor) -> Dict[str, float]:
+    """AutoGluon's validation score of every model (the leaderboard reads stored attributes; fast)."""
+    board = predictor.leaderboard()
+    return {str(m): float(v) for m, v in zip(board["model"], board["score_val"])}
+
+
+def _inventory(predictor, space, y_rows: int) -> Tuple[List[Observation], List[Observation]]:
+    """Phase 1's models as observations: (level-1 models, higher-level stackers). Each has its configuration
+    in ``space`` (the nearest one, :func:`from_hyperparameters`), AutoGluon's validation score as a loss and
+    its stored predictions. Weighted ensembles and models of families outside the space are left out."""
+    board = predictor.leaderboard()
+    level = dict(zip(board["model"], board["stack_level"]))
+    fit_time = dict(zip(board["model"], board["fit_time"]))
+    score = dict(zip(board["model"], board["score_val"]))
+    rows = {}
+    for name in predictor.model_names(stack_name="core"):  # every model but the weighted ensembles
+        info = predictor.model_info(name)
+        family = _family_of(info)
+        if family is None or score.get(name) is None or not np.isfinite(score[name]):
+            continue
+        config = from_hyperparameters(family, _model_params(info), space)
+        if config is not None:
+            rows[name] = (family, config)
+    preds = validation_predictions(predictor, list(rows)) if rows else {}
+    base: List[Observation] = []
+    stacked: List[Observation] = []
+    for name, (family, config) in rows.items():
+        pred = preds.get(name)
+        if pred is None or pred.shape[0] != y_rows or not np.all(np.isfinite(pred)):
+            continue
+        obs = Observation(config=config, status="ok",
+                          val_loss=float(predictor.eval_metric.convert_score_to_error(float(score[name]))),
+                          fit_seconds=float(fit_time.get(name) or 0.0), val_pred=pred, algorithm=FAMILIES[family])
+        obs.__dict__["model"] = name
+        (base if int(level.get(name, 1)) <= 1 else stacked).append(obs)
+    return base, stacked
+
+
+def _phase2(predictor, method, keys, n_models, seed, model_time_limit, n_initial, n_candidates, callback,
+            resources, deadline, reserve):
+    """Suggest, train with fit_extra, read back, until ``n_models`` suggestions or the deadline less the reserve."""
+    task = _task_of(predictor)
+    installed = available_families()
+    # the space covers every installed family, so phase 1's models are all encodable; suggestions keep to ``keys``
+    space = autogluon_space(task, algorithms=[FAMILIES[k] for k in installed])
+    allowed = None if set(keys) == set(installed) else [FAMILIES[k] for k in keys]
+    y_val = validation_targets(predictor)
+    history, stacked = _inventory(predictor, space, len(y_val))
+    for i, obs in enumerate(stacked + history):
+        obs.index = i
+    n_local = min(50, n_candidates // 2)
+    optimizer = Optimizer(space, method, optdiv_metric(predictor), seed=seed, n_initial=n_initial,
+                          n_random=n_candidates - n_local, n_local=n_local, cost_aware=True)
+    optimizer.time_left = lambda: deadline - reserve - time.monotonic()
+    trials: List[Trial] = []
+    for index in range(n_models):
+        left = deadline - reserve - time.monotonic()
+        if left < MIN_MODEL_SECONDS:
             break
         t0 = time.monotonic()
-        if space is None:
-            # the task is known before AutoGluon has seen the data only if the user fixed it
-            task = _task_before_fit(predictor, train_data)
-            space = autogluon_space(task, algorithms=[FAMILIES[k] for k in keys])
-            metric = _metric_before_fit(predictor, task)
-            optimizer = Optimizer(space, method, metric, seed=seed, n_initial=n_initial,
-                                  n_random=n_candidates - n_local, n_local=n_local)
-        suggestion = optimizer.suggest(history, y_val)
-        family, params = to_hyperparameters(suggestion.config, space.task)
+        context = stacked + history if stacked and method in ("divbo", "optdivbo") else None
+        suggestion = optimizer.suggest(history, y_val, algorithm=allowed, context=context)
+        family, params = to_hyperparameters(suggestion.config, task)
         trial = Trial(index, family, dict(params), suggestion.config, suggest_seconds=time.monotonic() - t0,
                       info=dict(suggestion.info))
+        left = deadline - reserve - time.monotonic()
+        cap = left if model_time_limit is None else min(left, float(model_time_limit))
         model_args = dict(params)
         model_args["ag_args"] = {"name_suffix": "%s%d" % (NAME_PREFIX, index)}
-        if model_time_limit is not None:
-            model_args["ag_args_fit"] = {"max_time_limit": float(model_time_limit)}
-        before = set(predictor.model_names()) if getattr(predictor, "is_fit", False) else set()
+        model_args["ag_args_fit"] = {"max_time_limit": max(1.0, cap)}
+        before = set(predictor.model_names())
         t1 = time.monotonic()
-        left = None if deadline is None else max(1.0, deadline - time.monotonic() - reserve)
         try:
-            if not getattr(predictor, "is_fit", False):
-                predictor.fit(train_data, tuning_data=tuning_data, hyperparameters={family: [model_args]},
-                              time_limit=left, fit_weighted_ensemble=False, raise_on_no_models_fitted=False,
-                              **fit_kwargs)
-                if predictor.is_fit and _task_of(predictor) != space.task:
-                    raise _TaskMismatch("AutoGluon chose problem_type %r but the search expected %s; pass "
-                                       "problem_type= to TabularPredictor" % (predictor.problem_type, space.task))
-                y_val = validation_targets(predictor)
-                optimizer.metric = optdiv_metric(predictor)  # eval_metric is final only after fit
-            else:
-                predictor.fit_extra({family: [model_args]}, time_limit=left, fit_weighted_ensemble=False,
-                                    **resources)
-        except _TaskMismatch:
-            raise
+            predictor.fit_extra({family: [model_args]}, time_limit=max(1.0, left), fit_weighted_ensemble=False,
+                                calibrate=False, raise_on_no_models_fitted=False, **resources)
         except Exception as exc:  # an AutoGluon-level failure of this one model: record, go on
             trial.error = "%s: %s" % (type(exc).__name__, exc)
-        if not getattr(predictor, "is_fit", False):
-            raise RuntimeError("AutoGluon could not fit the predictor at all (%s)" % trial.error)
         trial.fit_seconds = time.monotonic() - t1
         new = [m for m in predictor.model_names() if m not in before and _is_trial_model(m, index)]
+        preds = None
         if new:
             trial.model = new[0]
             preds = validation_predictions(predictor, [trial.model])[trial.model]
             if np.all(np.isfinite(preds)):
                 trial.status = "ok"
-                trial.score_val = _score_val(predictor, trial.model)
+                trial.score_val = _scores(predictor)[trial.model]
                 trial.val_loss = float(predictor.eval_metric.convert_score_to_error(trial.score_val))
             else:
                 trial.status, trial.error, preds = "failed", "non-finite validation predictions", None
         else:
-            trial.status, preds = "failed", None
             trial.error = trial.error or _failure_reason(predictor, index)
-        if trial.status == "failed":
-            logger.info("optdiv trial %d (%s) failed: %s", index, family, trial.error)
-        history.append(Observation(config=suggestion.config, status=trial.status,
-                                   val_loss=trial.val_loss if trial.status == "ok" else math.inf,
-                                   fit_seconds=trial.fit_seconds, val_pred=preds, index=index,
-                                   algorithm=FAMILIES[family]))
+            trial.status = "timeout" if "TimeLimitExceeded" in trial.error else "failed"
+        if trial.status != "ok":
+            logger.info("optdiv trial %d (%s) %s: %s", index, family, trial.status, trial.error)
+        obs = Observation(config=suggestion.config, status=trial.status,
+                          val_loss=trial.val_loss if trial.status == "ok" else math.inf,
+                          fit_seconds=trial.fit_seconds, val_pred=preds, index=len(stacked) + len(history),
+                          algorithm=FAMILIES[family])
+        obs.__dict__["model"] = trial.model
+        history.append(obs)
         trials.append(trial)
         if callback is not None:
             callback(trial)
-
-    if not getattr(predictor, "is_fit", False):
-        raise RuntimeError("time_limit left no time to train a single model")
-    members, weights = _final_ensemble(predictor, ensemble, history, trials, y_val, ensemble_size, seed, deadline,
-                                       resources)
-    return AutoGluonSearch(predictor, method, ensemble, trials, history, y_val, members, weights,
-                           time.monotonic() - start)
-
-
-class _TaskMismatch(RuntimeError):
-    """AutoGluon inferred another problem type than the search was built for."""
-
-
-def _task_before_fit(predictor, train_data) -> str:
-    """Task from the predictor's problem_type if set, else from the label column as AutoGluon would."""
-    problem_type = predictor.problem_type
-    if problem_type:
-        return _task_of_problem(problem_type)
-    import pandas as pd
-
-    if isinstance(train_data, str):
-        train_data = pd.read_csv(train_data)
-    if predictor.label not in train_data.columns:
-        raise ValueError("train_data has no label column %r; columns: %s"
-                         % (predictor.label, ", ".join(map(str, train_data.columns))))
-    from autogluon.core.utils.utils import infer_problem_type
-
-    inferred = infer_problem_type(train_data[predictor.label], silent=True)
-    return _task_of_problem(inferred)
-
-
-def _metric_before_fit(predictor, task: str) -> str:
-    metric = getattr(predictor, "_learner", None) and getattr(predictor._learner, "eval_metric", None)
-    return _loss_for(metric, task)
+    return y_val, stacked + history, trials
 
 
 def _is_trial_model(name: str, index: int) -> bool:
     """Whether AutoGluon's model ``name`` is trial ``index`` (bagged models get a ``_BAG_L1`` suffix)."""
     return re.search(r"%s%d(_BAG_L\d+)?$" % (NAME_PREFIX, index), name) is not None
-
-
-def _score_val(predictor, model: str) -> float:
-    board = predictor.leaderboard()
-    row = board.loc[board["model"] == model, "score_val"]
-    return float(row.iloc[0]) if len(row) else math.nan
 
 
 def _failure_reason(predictor, index: int) -> str:
@@ -484,27 +819,145 @@ def _failure_reason(predictor, index: int) -> str:
     return "AutoGluon trained no model (skipped, e.g. not enough time left)"
 
 
-def _final_ensemble(predictor, ensemble, history, trials, y_val, size, seed, deadline, resources):
-    ok = [t.model for t in trials if t.status == "ok"]
-    if not ok or ensemble == "none":
-        if not ok:
-            warnings.warn("every suggested model failed; the predictor has no model", RuntimeWarning, stacklevel=3)
-        return [], np.zeros(0)
-    if ensemble == "optdiv":
-        loss = optdiv_metric(predictor)
-        idx, weights = choose_members(history, y_val, loss, size=size, seed=seed)
-        return [trials[i].model for i in idx], np.asarray(weights, dtype=np.float64)
-    left = None if deadline is None else max(1.0, deadline - time.monotonic())
-    names = predictor.fit_weighted_ensemble(base_models=ok, name_suffix="_OptDiv", time_limit=left, **resources)
-    if not names:
-        return [], np.zeros(0)
-    predictor.set_model_best(names[0], save_trainer=True)
-    return [names[0]], np.ones(1)
+def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources, deadline, y_val, switch_confidence,
+                 history, seed):
+    """AutoGluon's weighted ensemble refitted over every model (or, without weighted ensembles, the best single
+    model), kept as ``model_best`` only when its validation score beats AutoGluon's own best and the
+    cross-validated test (:func:`_cv_confidence`) is at least ``switch_confidence`` sure that ensembling over every
+    model generalises better than over phase 1's. Returns (chosen, scores, confidence)."""
+    scores: Dict[str, float] = {}
+    if not new_models:
+        if autogluon_best is not None:
+            scores[autogluon_best] = _scores(predictor)[autogluon_best]
+        return autogluon_best, scores, None
+    candidate = None
+    if fit_weighted:
+        left = max(5.0, deadline - time.monotonic())
+        try:  # base_models=None: every model except the weighted ensembles, phase 1's and phase 2's
+            names = predictor.fit_weighted_ensemble(name_suffix=ENSEMBLE_SUFFIX, time_limit=left, **resources)
+        except Exception as exc:  # keep AutoGluon's own ensemble
+            logger.warning("optdiv: the refitted weighted ensemble failed (%s: %s); AutoGluon's best stays",
+                           type(exc).__name__, exc)
+            names = []
+        candidate = names[0] if names else None
+    all_scores = _scores(predictor)
+    if not fit_weighted:
+        candidate = max(new_models, key=lambda m: all_scores[m])
+    if autogluon_best is not None:
+        scores[autogluon_best] = all_scores[autogluon_best]
+    chosen, confidence = autogluon_best, None
+    if candidate is not None:
+        scores[candidate] = all_scores[candidate]
+        if autogluon_best is None:
+            chosen = candidate
+        elif scores[candidate] > scores[autogluon_best]:
+            confidence = _cv_confidence(predictor, set(new_models), y_val, history, seed,
+                                        ensemble=fit_weighted) if switch_confidence > 0 else None
+            if confidence is None or confidence >= switch_confidence:
+                chosen = candidate
+    if chosen is not None:
+        predictor.set_model_best(chosen, save_trainer=True)
+    return chosen, scores, confidence
+
+
+#: Folds of the cross-validation on the validation rows that decides whether the refitted ensemble is kept.
+SWITCH_FOLDS = 5
+
+
+def _cv_confidence(predictor, new_models, y_val, history, seed: int, ensemble: bool = True) -> float:
+    """:func:`switch_confidence_cv` for the predictor's models: phase 1's against all, on the rows of
+    :func:`validation_targets`, with the predictions the search stored (the others read from AutoGluon)."""
+    stored = {obs.__dict__.get("model"): obs.val_pred for obs in history if obs.val_pred is not None}
+    models = list(predictor.model_names(stack_name="core"))
+    stored.update(validation_predictions(predictor, [m for m in models if m not in stored]))
+    models = [m for m in models if stored.get(m) is not None and np.all(np.isfinite(stored[m]))
+              and stored[m].shape[0] == len(y_val)]
+    old = [i for i, m in enumerate(models) if m not in new_models]
+    if not old or len(old) == len(models):
+        return 0.5
+    preds = np.stack([stored[m] for m in models])
+    return switch_confidence_cv(preds, old, y_val, optdiv_metric(predictor), seed=seed, ensemble=ensemble)
+
+
+def switch_confidence_cv(preds, old: Sequence[int], y, loss: str, seed: int = 0, ensemble: bool = True,
+                         folds: int = SWITCH_FOLDS, size: int = 25) -> float:
+    """How sure a cross-validation over the rows of ``y`` is that a weighted ensemble over every model of ``preds``
+    ((models, rows, classes) probabilities or (models, rows) values) predicts unseen rows better than one over
+    the models ``old`` alone.
+
+    On ``folds`` folds of the rows, Caruana's selection (``optdiv.core.ensemble``, the greedy method AutoGluon's
+    weighted ensemble uses; ``size`` rounds) is fitted on the other folds, once over ``old`` and once over all, and
+    each row's ``loss`` is taken where it was held out. The confidence is a one-sided paired z-test on those
+    losses, Phi(mean(d) / (sd(d) / sqrt(n))). Unlike the two ensembles' validation scores, the held-out losses do
+    not reward the larger pool for fitting the rows it is scored on. ``ensemble=False`` compares the best single
+    model of each pool instead. ``loss`` is the metric vocabulary's for the eval_metric (the metric itself for
+    accuracy, log_loss, MSE, RMSE, R2 and MAE; 0/1 error, MSE or MAE standing in for metrics without a per-row
+    loss, such as AUC or F1)."""
+    from optdiv.core.ensemble import ensemble_predict, ensemble_selection
+
+    preds = np.asarray(preds, dtype=np.float64)
+    y = np.asarray(y)
+    old = list(old)
+    n = len(y)
+    fold_of = np.random.default_rng([seed, 0x5717C4]).permutation(n) % max(2, min(folds, n))
+    held_out = np.zeros((2, n))
+    for fold in np.unique(fold_of):
+        fit_rows, test_rows = fold_of != fold, fold_of == fold
+        for j, pool in enumerate((old, list(range(preds.shape[0])))):
+            sub = preds[pool][:, fit_rows]
+            if ensemble:
+                weights = ensemble_selection(sub, y[fit_rows], loss, size=size, seed=seed).weights
+            else:
+                weights = np.zeros(len(pool))
+                weights[int(np.argmin(per_example_loss(sub, y[fit_rows], loss).mean(axis=1)))] = 1.0
+            held_out[j, test_rows] = per_example_loss(ensemble_predict(preds[pool][:, test_rows], weights),
+                                                      y[test_rows], loss)
+    d = held_out[0] - held_out[1]
+    mean = float(np.mean(d))
+    sd = float(np.std(d, ddof=1)) if n > 1 else 0.0
+    if not sd > 0:
+        return 0.5 if mean == 0 else (1.0 if mean > 0 else 0.0)
+    return 0.5 * (1.0 + math.erf(mean / (sd / math.sqrt(n)) / math.sqrt(2.0)))
 
 
 # --------------------------------------------------------------------------- #
 # A searcher for AutoGluon's per-model HPO
 # --------------------------------------------------------------------------- #
+
+
+def configspace_of(ag_search_space: Dict[str, Any]):
+    """AutoGluon's search space of one model (a dict with ``autogluon.common.space`` values) as a ConfigSpace
+    space with the same ranges, so configurations are encoded by the engine's ``ConfigEncoder``.
+
+    ``Real`` keeps its log scale; ``Int`` (and ``Bool``) become integers; a ``Categorical``'s choices become
+    their positions ("0", "1", ...), since its values may be any Python object. Fixed values are left out
+    (they are the same in every configuration). Returns ``(configspace, names)``.
+    """
+    from autogluon.common import space as ag_space
+
+    cs = cs_compat.new_space(name="autogluon-hpo")
+    hps, names = [], []
+    for name, hp in ag_search_space.items():
+        if not isinstance(hp, ag_space.Space):
+            continue
+        if isinstance(hp, ag_space.Categorical):
+            default = next((i for i, c in enumerate(hp.data) if c == hp.default), 0)
+            new = cs_compat.categorical(name, [str(i) for i in range(len(hp.data))], str(default))
+        elif isinstance(hp, ag_space.Real):
+            if not float(hp.upper) > float(hp.lower):
+                continue
+            new = cs_compat.uniform_float(name, hp.lower, hp.upper, None, log=bool(getattr(hp, "log", False)))
+        elif isinstance(hp, ag_space.Int):
+            if not int(hp.upper) > int(hp.lower):
+                continue
+            new = cs_compat.uniform_int(name, hp.lower, hp.upper, None)
+        else:
+            raise ValueError("optdiv's searcher handles Real, Int, Bool and Categorical search spaces; %r is a %s"
+                             % (name, type(hp).__name__))
+        hps.append(new)
+        names.append(name)
+    cs_compat.add_hyperparameters(cs, hps)
+    return cs, names
 
 
 def _local_random_searcher():
@@ -516,23 +969,30 @@ def _local_random_searcher():
 class _SearcherMixin:
     """DivBO / OptDivBO over one AutoGluon model's search space, inside AutoGluon's own HPO loop.
 
-    AutoGluon tells a searcher only each trial's validation score. Validation predictions are
-    obtained by loading the finished trial model (``<model path>/T<trial+1>``, the path AutoGluon's
-    ``model_trial`` saves to) and predicting the validation rows AutoGluon wrote for the HPO run
-    (``val_path`` in the scheduler's ``train_fn_kwargs``). Bagged models are trained on folds and
-    report out-of-fold scores; this searcher then falls back to performance-only EI (no diversity).
+    AutoGluon tells a searcher only each trial's score. Predictions are obtained by loading the finished trial
+    model (``<model path>/T<trial+1>``, where AutoGluon's ``model_trial`` saves it) and predicting the
+    validation rows AutoGluon wrote for the HPO run (``val_path`` in the scheduler's ``train_fn_kwargs``). A
+    bagged trial model is scored out of fold; its out-of-fold predictions and the training labels
+    (``train_path``) are used instead. ``selector_options`` go to the ``DiversityAwareSelector`` (e.g.
+    ``fixed_weight``).
     """
 
     def __init__(self, *, method: str = "optdivbo", n_initial: int = 5, n_candidates: int = 1000,
-                 seed: int = 0, callback: Optional[Callable[[dict], Any]] = None, **kwargs):
+                 seed: int = 0, callback: Optional[Callable[[dict], Any]] = None,
+                 selector_options: Optional[Dict[str, Any]] = None, **kwargs):
+        check_host(searcher=True)
         if method not in ("optdivbo", "divbo", "bo"):
             raise ValueError("unknown method %r; choose optdivbo, divbo or bo" % method)
         kwargs.setdefault("random_seed", seed)
         super().__init__(**kwargs)
         self.method, self.n_initial, self.n_candidates = method, int(n_initial), int(n_candidates)
         self.seed, self.callback = int(seed), callback
-        self._trial_paths = None  # (model_cls, model root, val_path, problem_type, eval_metric)
+        self.selector_options = dict(selector_options or {})
+        self.configspace, names = configspace_of(self.search_space)
+        self.encoder = ConfigEncoder(self.configspace, names)
+        self._trial_paths = None  # (model_cls, model root, val_path, train_path, problem_type, eval_metric, bagged)
         self._observed: List[dict] = []  # {"config", "reward", "pred"}
+        self._choices: Dict[bytes, dict] = {}  # guided suggestions: did the selector change EI's choice?
         self._y_val = None
 
     # ---- AutoGluon hooks --------------------------------------------------
@@ -540,13 +1000,19 @@ class _SearcherMixin:
         super().configure_scheduler(scheduler)
         kw = getattr(scheduler, "train_fn_kwargs", None) or {}
         params = kw.get("init_params") or {}
-        if "model_cls" in kw and "val_path" in kw and "path" in params and "name" in params:
-            self._trial_paths = (kw["model_cls"], os.path.join(params["path"], params["name"]), kw["val_path"],
-                                 params.get("problem_type"), params.get("eval_metric"))
+        missing = [k for k in ("model_cls", "val_path", "train_path", "init_params") if k not in kw]
+        missing += ["init_params[%r]" % k for k in ("path", "name") if k not in params]
+        if missing:
+            raise HostVersionError(
+                "AutoGluon's HPO scheduler no longer hands its searcher %s (train_fn_kwargs; written for %s): "
+                "the optdiv searcher cannot find the trial models" % (", ".join(missing), WRITTEN_FOR))
+        self._trial_paths = (kw["model_cls"], os.path.join(params["path"], params["name"]), kw["val_path"],
+                             kw["train_path"], params.get("problem_type"), params.get("eval_metric"),
+                             bool(kw.get("is_bagged_model", False)))
 
     def get_config(self, **kwargs) -> dict:
         done = [o for o in self._observed if np.isfinite(o["reward"])]
-        if len(self._observed) < self.n_initial or len(done) < 2 or not self._params_space:
+        if len(self._observed) < self.n_initial or len(done) < 2 or not self.encoder.width:
             return super().get_config(**kwargs)
         candidates = self._unseen_candidates()
         if not candidates:
@@ -559,17 +1025,18 @@ class _SearcherMixin:
         forest = ProbabilisticRandomForest(n_trees=50, seed=self.seed + len(self._observed))
         mean, var = forest.fit(obs_x, losses).predict(cand_x)
         ei = expected_improvement(mean, var, float(losses.min()))
-        index = int(np.argmax(ei))
+        ei_index = index = int(np.argmax(ei))
         with_preds = [i for i, o in enumerate(self._observed) if o["pred"] is not None]
-        selection = None
+        weight = None
         if self.method != "bo" and len(with_preds) >= 2 and self._y_val is not None:
             selector = DiversityAwareSelector(method=self.method, metric=self._metric(),
-                                              seed=self.seed + len(self._observed))
+                                              seed=self.seed + len(self._observed), **self.selector_options)
             preds = np.stack([self._observed[i]["pred"] for i in with_preds])
-            selection = selector.select(cand_x, ei, obs_x[with_preds], preds, self._y_val,
-                                        t=len(self._observed))
-            index = selection.index
+            selection = selector.select(cand_x, ei, obs_x[with_preds], preds, self._y_val, t=len(self._observed))
+            index, weight = selection.index, float(selection.weight)
         config = candidates[index]
+        self._choices[self._pickle_config(config)] = {"selector_changed": index != ei_index, "weight": weight,
+                                                      "ei_choice": candidates[ei_index]}
         self._add_result(config, self._reward_while_pending())
         return config
 
@@ -579,8 +1046,11 @@ class _SearcherMixin:
         pred = self._trial_predictions(kwargs.get("trial"))
         self._observed.append({"config": dict(config), "reward": reward, "pred": pred})
         if self.callback is not None:
+            choice = self._choices.get(self._pickle_config(config), {})
             self.callback({"trial": kwargs.get("trial"), "config": dict(config), "reward": reward,
-                           "has_predictions": pred is not None})
+                           "has_predictions": pred is not None,
+                           "selector_changed": bool(choice.get("selector_changed", False)),
+                           "weight": choice.get("weight"), "searcher": self})
 
     def evaluation_failed(self, config, **kwargs):
         super().evaluation_failed(config, **kwargs)
@@ -589,27 +1059,35 @@ class _SearcherMixin:
     # ---- helpers ------------------------------------------------------------
     @property
     def observations(self) -> List[dict]:
-        """Every finished trial: config, reward and (when readable) validation predictions."""
+        """Every finished trial: config, reward and (when readable) validation or out-of-fold predictions."""
         return list(self._observed)
 
+    @property
+    def choices(self) -> List[dict]:
+        """The guided suggestions in order: whether the selector changed EI's choice, w(t), EI's own choice."""
+        return list(self._choices.values())
+
     def _metric(self) -> str:
-        problem_type, metric = (self._trial_paths or (None,) * 5)[3:5]
+        problem_type, metric = (self._trial_paths or (None,) * 7)[4:6]
         task = None if problem_type is None else _task_of_problem(problem_type)
         return _loss_for(metric, task)
 
     def _trial_predictions(self, trial) -> Optional[np.ndarray]:
-        """The finished trial model's predictions on AutoGluon's validation rows, or None."""
+        """The finished trial model's predictions on AutoGluon's validation rows (bagged: out of fold on the
+        training rows), or None when the trial saved no model."""
         if trial is None or self._trial_paths is None:
             return None
-        model_cls, root, val_path, problem_type, _ = self._trial_paths
+        model_cls, root, val_path, train_path, problem_type, _, bagged = self._trial_paths
+        path = os.path.join(root, "T%d" % (int(trial) + 1))
         try:
             from autogluon.core.utils.loaders import load_pkl
 
-            model = model_cls.load(os.path.join(root, "T%d" % (int(trial) + 1)))
-            if model._get_tags().get("valid_oof", False) and hasattr(model, "get_oof_pred_proba"):
-                return None  # bagged: scored out of fold, not on val rows
-            X_val, y_val = load_pkl.load(val_path)
-            raw = np.asarray(model.predict_proba(X_val), dtype=np.float32)
+            if bagged:  # scored out of fold: its out-of-fold predictions, on the training rows
+                raw = np.asarray(model_cls.load_oof(path), dtype=np.float32)
+                _, y = load_pkl.load(train_path)
+            else:
+                X_val, y = load_pkl.load(val_path)
+                raw = np.asarray(model_cls.load(path).predict_proba(X_val), dtype=np.float32)
         except Exception as exc:  # the trial saved no model (failed / timed out)
             logger.debug("no predictions for trial %s: %s", trial, exc)
             return None
@@ -620,9 +1098,11 @@ class _SearcherMixin:
         else:
             pred = raw
         if self._y_val is None:
-            y = np.asarray(y_val)
+            y = np.asarray(y)
             self._y_val = y.astype(np.float64) if pred.ndim == 1 else y.astype(np.int64)
-        return pred if np.all(np.isfinite(pred)) else None
+        if pred.shape[0] != len(self._y_val) or not np.all(np.isfinite(pred)):
+            return None
+        return pred
 
     def _unseen_candidates(self) -> List[dict]:
         from sklearn.model_selection import ParameterSampler
@@ -638,28 +1118,26 @@ class _SearcherMixin:
         return out
 
     def encode(self, configs: Sequence[dict]) -> np.ndarray:
-        """(count, searched hyperparameters) in [0, 1]: log scale where AutoGluon's space is log,
-        categorical index / (k - 1); the layout the core's surrogates expect."""
+        """(count, searched hyperparameters) in [0, 1]: the engine's ConfigEncoder on the ConfigSpace form of
+        AutoGluon's space (:func:`configspace_of`)."""
         from autogluon.common import space as ag_space
 
-        names = [k for k, v in self.search_space.items() if isinstance(v, ag_space.Space)]
-        out = np.zeros((len(configs), len(names)), dtype=np.float64)
-        for col, name in enumerate(names):
-            hp = self.search_space[name]
-            for row, config in enumerate(configs):
-                value = config[name]
+        rows = []
+        for config in configs:
+            row = {}
+            for name in self.encoder.names:
+                hp, value = self.search_space[name], config[name]
                 if isinstance(hp, ag_space.Categorical):
-                    k = len(hp.data)
-                    pos = next((i for i, c in enumerate(hp.data) if c == value), 0)
-                    out[row, col] = pos / (k - 1) if k > 1 else 0.0
-                elif isinstance(hp, (ag_space.Real, ag_space.Int)):
-                    lo, hi, v = float(hp.lower), float(hp.upper), float(value)
-                    if getattr(hp, "log", False) and lo > 0:
-                        lo, hi, v = math.log(lo), math.log(hi), math.log(max(v, 1e-300))
-                    out[row, col] = 0.0 if hi <= lo else min(max((v - lo) / (hi - lo), 0.0), 1.0)
-                else:  # Bool or another discrete space: its position among the choices
-                    out[row, col] = float(bool(value))
-        return out
+                    value = str(next((i for i, c in enumerate(hp.data) if c == value), 0))
+                elif isinstance(hp, ag_space.Int):
+                    value = int(value)
+                else:
+                    value = float(value)
+                row[name] = value
+            rows.append(row)
+        if not rows:
+            return np.empty((0, self.encoder.width))
+        return self.encoder.encode(rows)
 
 
 @functools.lru_cache(maxsize=None)
@@ -683,6 +1161,7 @@ def register_searchers() -> List[str]:
     """
     import importlib
 
+    check_host(searcher=True)
     # the package re-exports the function under the module's name: fetch the module itself
     factory = importlib.import_module("autogluon.core.searcher.searcher_factory")
 
@@ -697,9 +1176,15 @@ __all__ = [
     "AutoGluonSearch",
     "Trial",
     "FAMILIES",
+    "HostVersionError",
+    "WRITTEN_FOR",
+    "check_host",
     "available_families",
     "search_space",
     "to_hyperparameters",
+    "from_hyperparameters",
+    "configspace_of",
+    "switch_confidence_cv",
     "validation_predictions",
     "validation_targets",
     "register_searchers",

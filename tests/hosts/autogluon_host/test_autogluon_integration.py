@@ -1,15 +1,20 @@
-"""optdiv.integrations.autogluon against a real TabularPredictor (AutoGluon-Tabular 1.6.3).
+"""optdiv.integrations.autogluon's hook against a real TabularPredictor (AutoGluon-Tabular 1.6.3).
 
-Every test trains real models through AutoGluon on breast_cancer (or diabetes), kept small: few
-suggestions, fast families, a per-model time cap. AutoGluon is imported inside the tests.
+Every fit trains real models through AutoGluon on breast_cancer (or diabetes), kept short: a few fast
+families, ``num_cpus=1`` (on a busy machine AutoGluon's multi-threaded boosters are many times slower), time
+limits under a minute. AutoGluon is imported inside the tests.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import pytest
 
 FAST = ["GBM", "RF", "XT", "KNN", "LR"]
+#: AutoGluon's default portfolio without the families that are slow here or not installed (no torch)
+SLOW_DEFAULTS = ["GBM", "CAT", "XGB", "NN_TORCH", "FASTAI"]
 
 
 def _breast_cancer():
@@ -30,109 +35,108 @@ def _predictor(tmp_path, name="ag", **kwargs):
 
 
 @pytest.mark.timeout(600)
-def test_hook_trains_suggested_models_and_reads_their_predictions(tmp_path):
+def test_hook_starts_from_autogluons_own_fit_spends_the_budget_and_saves(tmp_path):
+    from autogluon.tabular import TabularPredictor
+
     from optdiv.integrations import autogluon as oag
 
     train, val, test = _breast_cancer()
-    predictor = _predictor(tmp_path, eval_metric="accuracy")
+    user_args = dict(excluded_model_types=SLOW_DEFAULTS, num_cpus=1)  # the user's own AutoGluon arguments
+
+    alone = _predictor(tmp_path, "alone", eval_metric="accuracy").fit(train, tuning_data=val, time_limit=45,
+                                                                      **user_args)
+    predictor = _predictor(tmp_path, "hook", eval_metric="accuracy")
     seen = []
-    result = oag.fit(predictor, train, tuning_data=val, method="optdivbo", n_models=8, n_initial=3,
-                     families=FAST, model_time_limit=10, n_candidates=300, seed=3, callback=seen.append)
+    start = time.monotonic()
+    search = oag.fit(predictor, train, tuning_data=val, time_limit=45, families=FAST, seed=1,
+                     callback=seen.append, **user_args)
+    wall = time.monotonic() - start
 
-    assert result.predictor is predictor
-    assert [t.index for t in seen] == list(range(8))  # the callback saw every trial, in order
-    ok = [t for t in result.trials if t.status == "ok"]
-    assert len(ok) == 8, [(t.model, t.error) for t in result.trials]
-    assert {t.family for t in result.trials} <= set(FAST)
+    # phase 1 is AutoGluon's own fit: its default portfolio (less the user's exclusions), the same scores
+    board = predictor.leaderboard().set_index("model")["score_val"]
+    alone_board = alone.leaderboard().set_index("model")["score_val"]
+    assert sorted(search.phase1_models) == sorted(alone.model_names())
+    assert {"RandomForestGini", "RandomForestEntr", "ExtraTreesGini", "ExtraTreesEntr"} <= set(search.phase1_models)
+    for name in search.phase1_models:
+        assert board[name] == pytest.approx(alone_board[name]), name
+    assert search.autogluon_best == alone.model_best == "WeightedEnsemble_L2"
 
-    # every suggested model is in AutoGluon's leaderboard under its trial name
-    board = predictor.leaderboard()
-    names = set(board["model"])
+    # phase 2 went on after AutoGluon's portfolio and used the budget
+    ok = [t for t in search.trials if t.status == "ok"]
+    assert len(ok) >= 3, search.trials_frame()
+    assert search.phase1_seconds < 0.6 * 45
+    assert 0.85 * 45 <= wall <= 45 + 3, (wall, search.phase1_seconds, len(search.trials))
+    assert [t.index for t in seen] == list(range(len(search.trials)))
     for t in ok:
-        assert t.model in names and t.model.endswith("_OD%d" % t.index)
-        assert t.score_val == pytest.approx(float(board.loc[board["model"] == t.model, "score_val"].iloc[0]))
-
-    # the suggested hyperparameters reached AutoGluon's model
-    for t in ok:
+        assert t.model in board.index and t.model.endswith("_OD%d" % t.index)
+        assert t.score_val == pytest.approx(board[t.model])
         fitted = predictor.model_hyperparameters(t.model, output_format="all")
-        for key, value in t.hyperparameters.items():
+        for key, value in t.hyperparameters.items():  # the suggestion reached AutoGluon's model
             assert fitted[key] == value, (t.model, key)
+    assert {t.family for t in search.trials} <= set(FAST)
 
-    # predictions were read back for every trained model, on AutoGluon's validation rows
-    assert result.y_val.shape == (len(val),)
-    again = predictor.predict_proba_multi(models=result.models, as_pandas=False, inverse_transform=False)
-    for t, obs in zip(result.trials, result.history):
-        assert obs.val_pred.shape == (len(val), 2) and obs.val_pred.dtype == np.float32
-        np.testing.assert_allclose(obs.val_pred, again[t.model], rtol=1e-6, atol=1e-6)
-        assert obs.val_loss == pytest.approx(1.0 - t.score_val)  # accuracy -> error
+    # the suggestions' history starts with phase 1's models and their validation predictions
+    first = [obs.__dict__["model"] for obs in search.history[:4]]
+    assert sorted(first) == sorted(["RandomForestGini", "RandomForestEntr", "ExtraTreesGini", "ExtraTreesEntr"])
+    again = predictor.predict_proba_multi(models=first + search.models, as_pandas=False, inverse_transform=False)
+    for obs in search.history:
+        if obs.status == "ok":
+            assert obs.val_pred.shape == (len(val), 2)
+            np.testing.assert_allclose(obs.val_pred, again[obs.__dict__["model"]], atol=1e-6)
+            assert obs.val_loss == pytest.approx(np.mean(obs.val_pred.argmax(1) != search.y_val))
+    assert any(t.info.get("strategy") == "optdivbo" and t.info.get("weight", 0) > 0 for t in search.trials)
 
-    # after the random start the diversity-aware selector made the suggestions
-    assert all(t.info["strategy"] == "random" for t in result.trials[:3])
-    guided = result.trials[3:]
-    assert all(t.info["strategy"] == "optdivbo" for t in guided)
-    assert any(t.info.get("weight", 0.0) > 0 and t.info.get("pool") for t in guided)
+    # the final model is AutoGluon's best or the refitted ensemble, never worse on validation; the refitted one
+    # replaces AutoGluon's only when the cross-validation on the validation rows is sure enough
+    refit = "WeightedEnsemble_L2" + oag.ENSEMBLE_SUFFIX
+    assert predictor.model_best == search.final_model in (search.autogluon_best, refit)
+    assert set(search.scores) == {search.autogluon_best, refit}
+    assert board[search.final_model] >= board[search.autogluon_best]
+    if search.scores[refit] > search.scores[search.autogluon_best]:
+        assert 0.0 <= search.confidence <= 1.0
+        assert (search.final_model == refit) == (search.confidence >= oag.SWITCH_CONFIDENCE)
+    else:
+        assert search.final_model == search.autogluon_best and search.confidence is None
 
-    # AutoGluon's weighted ensemble over the suggested models is the predictor's choice and predicts
-    assert result.ensemble_members == [predictor.model_best]
-    assert predictor.model_best.startswith("WeightedEnsemble")
-    assert set(predictor.model_info(predictor.model_best)["stacker_info"]["base_model_names"]) <= set(result.models)
-    labels = predictor.predict(test)
-    assert set(labels.unique()) <= {"benign", "malignant"}
-    assert (labels == test["target"]).mean() > 0.9
-
-
-@pytest.mark.timeout(600)
-def test_failed_model_fits_do_not_stop_the_loop(tmp_path, monkeypatch):
-    from optdiv.integrations import autogluon as oag
-
-    train, val, _ = _breast_cancer()
-    real = oag.to_hyperparameters
-    calls = []
-
-    def broken_for_some(config, task):
-        calls.append(config)
-        if len(calls) in (1, 3):  # the very first fit and a later fit_extra both fail inside LightGBM
-            return "GBM", {"num_leaves": -5}
-        return real(config, task)
-
-    monkeypatch.setattr(oag, "to_hyperparameters", broken_for_some)
-    predictor = _predictor(tmp_path)
-    result = oag.fit(predictor, train, tuning_data=val, method="divbo", n_models=6, n_initial=2,
-                     families=["KNN", "LR", "XT"], model_time_limit=10, n_candidates=200)
-
-    assert len(result.trials) == 6
-    status = [t.status for t in result.trials]
-    assert status[0] == "failed" and status[2] == "failed", status
-    assert status[1] == "ok" and status[3:] == ["ok"] * 3, [(t.status, t.error) for t in result.trials]
-    for t in (result.trials[0], result.trials[2]):
-        assert t.model is None and "num_leaves" in t.error
-        assert result.history[t.index].val_pred is None and result.history[t.index].val_loss == np.inf
-    assert set(result.models) <= set(predictor.model_names())
-    assert not any(m.endswith(("_OD0", "_OD2")) for m in predictor.model_names())
-    assert predictor.predict(val).shape == (len(val),)
+    # saved like any predictor: loading gives the same model and the same predictions
+    proba = predictor.predict_proba(test)
+    loaded = TabularPredictor.load(predictor.path, verbosity=0)
+    assert loaded.model_best == search.final_model
+    np.testing.assert_allclose(loaded.predict_proba(test).to_numpy(), proba.to_numpy(), atol=1e-9)
+    assert (loaded.predict(test) == test["target"]).mean() > 0.9
 
 
 @pytest.mark.timeout(600)
-def test_optdiv_ensemble_is_selectable(tmp_path):
+def test_bagged_and_stacked_hook_measures_diversity_out_of_fold(tmp_path):
     from optdiv.integrations import autogluon as oag
 
-    train, val, test = _breast_cancer()
-    predictor = _predictor(tmp_path)
-    result = oag.fit(predictor, train, tuning_data=val, method="optdivbo", n_models=5, n_initial=3,
-                     families=["KNN", "LR", "XT"], model_time_limit=10, n_candidates=200, ensemble="optdiv")
+    train, _, test = _breast_cancer()
+    predictor = _predictor(tmp_path, eval_metric="accuracy")
+    search = oag.fit(predictor, train, time_limit=45, hyperparameters={"LR": {}, "KNN": {}}, num_bag_folds=2,
+                     num_stack_levels=1, dynamic_stacking=False, families=["LR", "KNN", "XT"], n_models=6, seed=2,
+                     num_cpus=1)
 
-    assert result.ensemble == "optdiv"
-    assert result.ensemble_members and set(result.ensemble_members) <= set(result.models)
-    assert result.ensemble_weights.sum() == pytest.approx(1.0)
-    assert not any(m.startswith("WeightedEnsemble") for m in predictor.model_names())
+    # no validation rows: out-of-fold predictions on the training rows, with the training labels
+    assert not predictor.has_val
+    assert search.y_val.shape == (len(train),)
+    levels = predictor.leaderboard().set_index("model")["stack_level"]
+    assert {"LinearModel_BAG_L1", "KNeighbors_BAG_L1", "LinearModel_BAG_L2"} <= set(search.phase1_models)
+    in_history = [obs.__dict__["model"] for obs in search.history]
+    assert "LinearModel_BAG_L2" in in_history  # the stacker's predictions count for the diversity as well
+    ok = [t for t in search.trials if t.status == "ok"]
+    assert len(ok) >= 3, search.trials_frame()
+    for t in ok:  # phase-2 models are bagged and join level 1
+        assert t.model.endswith("_OD%d_BAG_L1" % t.index) and levels[t.model] == 1
+    for obs in search.history:
+        if obs.status == "ok":
+            assert obs.val_pred.shape == (len(train), 2)
+            # AutoGluon's out-of-fold accuracy is the accuracy of the stored predictions on the stored labels
+            assert obs.val_loss == pytest.approx(np.mean(obs.val_pred.argmax(1) != search.y_val))
 
-    proba = result.predict_proba(test)
-    assert list(proba.columns) == list(predictor.class_labels)
-    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-5)
-    manual = sum(w * predictor.predict_proba(test, model=m) for m, w in
-                 zip(result.ensemble_members, result.ensemble_weights))
-    np.testing.assert_allclose(proba.to_numpy(), manual.to_numpy(), atol=1e-6)
-    assert (result.predict(test) == test["target"]).mean() > 0.9
+    # the refitted ensemble may use every level; the result is never below AutoGluon's own on validation
+    scores = predictor.leaderboard().set_index("model")["score_val"]
+    assert scores[search.final_model] >= scores[search.autogluon_best]
+    assert (predictor.predict(test) == test["target"]).mean() > 0.9
 
 
 @pytest.mark.timeout(600)
@@ -144,68 +148,104 @@ def test_regression_hook_uses_values_and_the_metric(tmp_path):
     df = load_diabetes(as_frame=True).frame
     train, val, test = df.iloc[:260], df.iloc[260:350], df.iloc[350:]
     predictor = _predictor(tmp_path, eval_metric="mean_absolute_error")
-    result = oag.fit(predictor, train, tuning_data=val, n_models=4, n_initial=2, families=["KNN", "LR"],
-                     n_candidates=200, num_cpus=1)  # num_cpus reaches fit and every fit_extra
+    search = oag.fit(predictor, train, tuning_data=val, time_limit=30, hyperparameters={"LR": {}},
+                     families=["KNN", "LR"], n_models=4, n_initial=2, n_candidates=200, switch_confidence=0.0,
+                     num_cpus=1)
 
-    assert all(t.status == "ok" for t in result.trials)
-    assert result.history[0].val_pred.shape == (len(val),)
-    np.testing.assert_allclose(result.y_val, val["target"].to_numpy())
-    for obs in result.history:  # AutoGluon's MAE score, turned into a loss, is the MAE of the stored predictions
-        assert obs.val_loss == pytest.approx(np.abs(obs.val_pred - result.y_val).mean(), rel=1e-4)
+    assert search.phase1_models == ["LinearModel", "WeightedEnsemble_L2"]
+    assert len(search.trials) == 4 and all(t.status == "ok" for t in search.trials), search.trials_frame()
+    np.testing.assert_allclose(search.y_val, val["target"].to_numpy())
+    for obs in search.history:  # AutoGluon's MAE score, turned into a loss, is the MAE of the stored predictions
+        assert obs.val_pred.shape == (len(val),)
+        assert obs.val_loss == pytest.approx(np.abs(obs.val_pred - search.y_val).mean(), rel=1e-4)
+    refit = "WeightedEnsemble_L2" + oag.ENSEMBLE_SUFFIX  # switch_confidence=0: the validation score decides
+    better = search.scores[refit] > search.scores["WeightedEnsemble_L2"]
+    assert search.final_model == (refit if better else "WeightedEnsemble_L2") == predictor.model_best
     preds = predictor.predict(test)
     assert np.abs(preds - test["target"]).mean() < np.abs(test["target"] - train["target"].mean()).mean()
 
 
 @pytest.mark.timeout(600)
-def test_searcher_inside_autogluon_hpo_gets_predictions_for_every_trial(tmp_path):
-    from autogluon.common import space
-
+def test_failed_model_fits_do_not_stop_the_search(tmp_path, monkeypatch):
     from optdiv.integrations import autogluon as oag
 
-    assert oag.register_searchers() == ["optdivbo", "divbo"]
-    train, val, test = _breast_cancer()
-    records = []  # list.append survives AutoGluon's deep copy of hyperparameter_tune_kwargs
-    predictor = _predictor(tmp_path).fit(
-        train, tuning_data=val, time_limit=240,
-        hyperparameters={"GBM": {"num_boost_round": 50, "num_leaves": space.Int(4, 64, default=31),
-                                 "learning_rate": space.Real(0.01, 0.3, default=0.1, log=True)}},
-        hyperparameter_tune_kwargs={"scheduler": "local", "searcher": "optdivbo", "num_trials": 6,
-                                    "search_options": {"n_initial": 3, "callback": records.append, "seed": 1}},
-    )
+    train, val, _ = _breast_cancer()
+    real = oag.to_hyperparameters
+    calls = []
 
-    assert [r["trial"] for r in records] == list(range(6))
-    assert all(r["has_predictions"] for r in records)
-    assert len({(r["config"]["num_leaves"], r["config"]["learning_rate"]) for r in records}) == 6
-    trial_models = [m for m in predictor.model_names() if m.startswith("LightGBM/T")]
-    assert sorted(trial_models) == ["LightGBM/T%d" % i for i in range(1, 7)]
-    assert (predictor.predict(test) == test["target"]).mean() > 0.9
+    def broken_for_some(config, task):
+        calls.append(config)
+        if len(calls) in (1, 3):  # two fit_extra calls fail inside LightGBM
+            return "GBM", {"num_leaves": -5}
+        return real(config, task)
+
+    monkeypatch.setattr(oag, "to_hyperparameters", broken_for_some)
+    predictor = _predictor(tmp_path)
+    search = oag.fit(predictor, train, tuning_data=val, time_limit=45, hyperparameters={"LR": {}}, method="divbo",
+                     n_models=5, n_initial=2, families=["KNN", "LR", "XT"], n_candidates=200, num_cpus=1)
+
+    status = [t.status for t in search.trials]
+    assert status == ["failed", "ok", "failed", "ok", "ok"], [(t.status, t.error) for t in search.trials]
+    for t in (search.trials[0], search.trials[2]):
+        assert t.model is None and "num_leaves" in t.error
+    failed = [obs for obs in search.history if obs.status == "failed"]
+    assert len(failed) == 2 and all(obs.val_pred is None and obs.val_loss == np.inf for obs in failed)
+    assert not any(m.endswith(("_OD0", "_OD2")) for m in predictor.model_names())
+    assert predictor.predict(val).shape == (len(val),)
 
 
-def test_searcher_encoding_and_choice_without_training():
-    """The searcher's own arithmetic: encoding in [0, 1] and a guided choice once predictions exist."""
-    from autogluon.common import space
-
+def test_phase1_models_map_to_the_nearest_configuration():
+    """AutoGluon's own models enter the history at the nearest configuration of optdiv's space."""
     from optdiv.integrations import autogluon as oag
 
-    ss = {"lr": space.Real(1e-3, 1e-1, default=1e-2, log=True), "depth": space.Int(2, 10, default=4),
-          "kind": space.Categorical("a", "b", "c"), "fixed": 7}
-    searcher = oag.OptDivSearcher(search_space=ss, reward_attribute="reward", n_initial=2, n_candidates=50)
-    x = searcher.encode([{"lr": 1e-2, "depth": 10, "kind": "b", "fixed": 7}])
-    np.testing.assert_allclose(x, [[0.5, 1.0, 0.5]])
+    space = oag.search_space("classification", ["GBM", "RF", "KNN", "LR"])
+    large = oag.from_hyperparameters("GBM", {"learning_rate": 0.03, "num_leaves": 128, "feature_fraction": 0.9,
+                                             "min_data_in_leaf": 3, "extra_trees": True}, space)
+    assert large["classifier:__choice__"] == "lightgbm"
+    assert large["classifier:lightgbm:num_leaves"] == 96  # clipped into AutoGluon's own search range
+    assert large["classifier:lightgbm:learning_rate"] == pytest.approx(0.03)
+    assert large["classifier:lightgbm:min_data_in_leaf"] == 3
+    plain = oag.from_hyperparameters("GBM", {"learning_rate": 0.05, "seed": 0}, space)
+    assert plain["classifier:lightgbm:num_leaves"] == 31  # LightGBM's own default where AutoGluon sets none
+    rf = oag.from_hyperparameters("RF", {"n_estimators": 300, "max_leaf_nodes": 15000, "criterion": "entropy"}, space)
+    assert rf["classifier:random_forest:max_features"] == "sqrt"
+    assert rf["classifier:random_forest:min_samples_leaf"] == 1
+    knn = oag.from_hyperparameters("KNN", {"weights": "distance"}, space)
+    assert knn["classifier:k_nearest_neighbors:weights"] == "distance"
+    assert knn["classifier:k_nearest_neighbors:p"] == "2"
+    assert oag.from_hyperparameters("XT", {}, space) is None  # a family outside the space
+    assert oag.to_hyperparameters(rf, "classification") == ("RF", {"max_leaf_nodes": 15000, "min_samples_leaf": 1,
+                                                                   "max_features": "sqrt"})
+
+
+def test_the_switch_is_cross_validated():
+    """More models always fit the validation rows at least as well; the switch asks whether they help on rows the
+    ensemble was not fitted on: noise models added to a good one do not, independent good models do."""
+    from optdiv.integrations import autogluon as oag
+
     rng = np.random.default_rng(0)
-    searcher._y_val = rng.integers(0, 2, 40)
-    for _ in range(4):
-        config = searcher.get_config()
-        p = rng.random(40).astype(np.float32)
-        searcher.update(config, reward=float(rng.random()))
-        searcher._observed[-1]["pred"] = np.stack([1 - p, p], axis=1)
-    config = searcher.get_config()
-    assert set(config) == set(ss) and config["fixed"] == 7
-    assert searcher._pickle_config(config) not in {searcher._pickle_config(o["config"]) for o in searcher.observations}
+    y = rng.integers(0, 2, 400)
+
+    def model(accuracy):
+        right = rng.random(len(y)) < accuracy
+        p1 = np.where(right == (y == 1), accuracy, 1 - accuracy)  # calibrated
+        return np.stack([1 - p1, p1], axis=1)
+
+    good = model(0.75)
+    noise = [np.stack([1 - p, p], axis=1) for p in rng.random((30, len(y)))]
+    assert oag.switch_confidence_cv(np.stack([good] + noise), [0], y, "error") < 0.5
+    assert oag.switch_confidence_cv(np.stack([good] + noise), [0], y, "log_loss") < oag.SWITCH_CONFIDENCE
+    independent = [model(0.75) for _ in range(4)]
+    assert oag.switch_confidence_cv(np.stack([good] + independent), [0], y, "error") > 0.99
+    # a regression pool: a second unbiased model with independent noise halves the variance
+    target = rng.normal(size=300)
+    values = np.stack([target + rng.normal(size=300), target + rng.normal(size=300)])
+    assert oag.switch_confidence_cv(values, [0], target, "mse") > 0.99
+    assert oag.switch_confidence_cv(values, [0], target, "mse", ensemble=False) < 0.99  # one model, not both
 
 
 def test_eval_metrics_follow_the_metric_vocabulary():
-    """The hook (before and after fit) and the searcher read AutoGluon's eval_metric the same way."""
+    """The hook and the searcher read AutoGluon's eval_metric the same way as the other adapters."""
     from types import SimpleNamespace
 
     from autogluon.core.metrics import get_metric
@@ -218,48 +258,73 @@ def test_eval_metrics_follow_the_metric_vocabulary():
              ("regression", "median_absolute_error"): "mae", ("quantile", "pinball_loss"): "mse"}
     for (problem_type, name), loss in cases.items():
         scorer = get_metric(name, problem_type)
-        task = "regression" if problem_type in ("regression", "quantile") else "classification"
-        predictor = SimpleNamespace(problem_type=problem_type, eval_metric=scorer,
-                                    _learner=SimpleNamespace(eval_metric=scorer))
+        predictor = SimpleNamespace(problem_type=problem_type, eval_metric=scorer)
         searcher = oag.OptDivSearcher(search_space={"x": 1}, reward_attribute="reward")
-        searcher._trial_paths = (None, None, None, problem_type, scorer)
-        assert oag.optdiv_metric(predictor) == oag._metric_before_fit(predictor, task) == searcher._metric() == loss
-    none = SimpleNamespace(_learner=SimpleNamespace(eval_metric=None))
-    assert oag._metric_before_fit(none, "classification") == "error"
-    assert oag._metric_before_fit(none, "regression") == "mse"
+        searcher._trial_paths = (None, None, None, None, problem_type, scorer, False)
+        assert oag.optdiv_metric(predictor) == searcher._metric() == loss
 
 
 def test_bad_input_is_rejected_with_clear_errors(tmp_path):
-    import pandas as pd
-
     from optdiv.integrations import autogluon as oag
 
     train, _, _ = _breast_cancer()
+    predictor = _predictor(tmp_path)
     with pytest.raises(ValueError, match="unknown method"):
-        oag.fit(_predictor(tmp_path), train, method="smac")
-    with pytest.raises(ValueError, match="unknown ensemble"):
-        oag.fit(_predictor(tmp_path), train, ensemble="stacking")
+        oag.fit(predictor, train, method="smac")
     with pytest.raises(ValueError, match="unknown AutoGluon model famil"):
-        oag.fit(_predictor(tmp_path), train, families=["GBM", "NN_MAGIC"])
+        oag.fit(predictor, train, families=["GBM", "NN_MAGIC"])
     with pytest.raises(ValueError, match="train_data is required"):
-        oag.fit(_predictor(tmp_path))
-    with pytest.raises(ValueError, match="chosen by the search"):
-        oag.fit(_predictor(tmp_path), train, hyperparameters={"GBM": {}})
+        oag.fit(predictor)
+    with pytest.raises(ValueError, match="n_models"):
+        oag.fit(predictor, train, n_models=-1)
+    with pytest.raises(ValueError, match="time_limit must be a positive"):
+        oag.fit(predictor, train, time_limit=0)
+    with pytest.raises(ValueError, match="switch_confidence"):
+        oag.fit(predictor, train, switch_confidence=1.0)
+    with pytest.raises(ValueError, match="infer_limit.*not supported"):
+        oag.fit(predictor, train, infer_limit=0.01)
+    with pytest.raises(ValueError, match="use_bag_holdout.*not supported"):
+        oag.fit(predictor, train, num_bag_folds=2, use_bag_holdout=True)
     with pytest.raises(TypeError, match="TabularPredictor"):
         oag.fit(object(), train)
-    with pytest.raises(ValueError, match="no label column"):
-        oag.fit(_predictor(tmp_path), pd.DataFrame({"a": [1, 2, 3]}))
     if "CAT" not in oag.available_families():
         with pytest.raises(ImportError, match="catboost"):
-            oag.fit(_predictor(tmp_path), train, families=["CAT"])
-    assert oag.to_hyperparameters(
-        {"classifier:__choice__": "random_forest", "classifier:random_forest:max_features": "0.5",
-         "classifier:random_forest:max_leaf_nodes": 5000, "classifier:random_forest:min_samples_leaf": 3},
-        "classification") == ("RF", {"max_leaf_nodes": 5000, "min_samples_leaf": 3, "max_features": 0.5})
+            oag.fit(predictor, train, families=["CAT"])
+    assert not predictor.is_fit  # every refusal came before AutoGluon trained anything
+
+
+def test_a_changed_host_fails_loudly(tmp_path, monkeypatch):
+    """The internals the hook relies on are checked before anything is trained; a missing one names the version."""
+    from autogluon.tabular import TabularPredictor
+
+    from optdiv.integrations import autogluon as oag
+
+    oag.check_host()  # the installed AutoGluon is the one the adapter was written for
+    train, _, _ = _breast_cancer()
+    predictor = _predictor(tmp_path)
+    monkeypatch.delattr(TabularPredictor, "predict_proba_multi")
+    with pytest.raises(oag.HostVersionError, match=r"1\.6\.3[\s\S]*predict_proba_multi"):
+        oag.fit(predictor, train, time_limit=10)
+    monkeypatch.undo()
+
+    def fit_extra(self, hyperparameters, time_limit=None):  # a fit_extra that lost its resource arguments
+        raise AssertionError("never called")
+
+    monkeypatch.setattr(TabularPredictor, "fit_extra", fit_extra)
+    with pytest.raises(oag.HostVersionError, match=r"fit_extra: missing fit_weighted_ensemble, num_cpus"):
+        oag.check_host()
+    monkeypatch.undo()
+
+    import autogluon.tabular.models as models
+
+    monkeypatch.setattr(models.RFModel, "ag_key", "RANDOM_FOREST")
+    with pytest.raises(oag.HostVersionError, match="RF are gone or renamed"):
+        oag.check_host()
+    assert not predictor.is_fit
 
 
 @pytest.mark.timeout(600)
-def test_table6_command_runs_end_to_end_on_a_small_csv(tmp_path, capsys):
+def test_table6_command_runs_end_to_end_on_a_small_csv(tmp_path):
     import importlib.util
     import json
     from pathlib import Path
@@ -270,16 +335,18 @@ def test_table6_command_runs_end_to_end_on_a_small_csv(tmp_path, capsys):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
 
-    train, val, test = _breast_cancer()
+    train, _, _ = _breast_cancer()
     csv = tmp_path / "quake.csv"  # a paper dataset's name, so the paper columns are filled in
     train.head(200).to_csv(csv, index=False)
     out = tmp_path / "cmp"
-    argv = ["--data", str(csv), "--methods", "optdivbo", "--seeds", "0", "--time-budget", "20",
-            "--n-models", "3", "--out", str(out)]
+    argv = ["--data", str(csv), "--methods", "optdivbo", "--seeds", "0", "--time-budget", "30",
+            "--num-cpus", "1", "--out", str(out)]
     assert bench.main(argv) == 0
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
-    assert len(runs) == 1 and runs[0]["method"] == "optdivbo" and runs[0]["trials"] == 3
-    assert 0.0 <= runs[0]["test_error"] < 30.0 and runs[0]["seconds"] <= 20.0 + 5.0
+    assert len(runs) == 1 and runs[0]["method"] == "optdivbo" and runs[0]["hook"] == bench.HOOK
+    assert runs[0]["phase1_models"] >= 1 and runs[0]["trials"] >= 1
+    assert set(runs[0]["test_scores"]) == set(runs[0]["val_scores"]) and runs[0]["autogluon_best"] in runs[0]["val_scores"]
+    assert 0.0 <= runs[0]["test_error"] < 30.0 and 0.7 * 30 <= runs[0]["seconds"] <= 30.0 + 5.0
     summary = (out / "summary.md").read_text()
     assert "| quake |" in summary and "44.70" in summary and "44.72" in summary
     assert not (out / "models" / "quake-optdivbo-0").exists()
