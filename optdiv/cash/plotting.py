@@ -10,7 +10,6 @@ redrawn never sees half a PNG.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Union
 
@@ -55,32 +54,12 @@ def integer_ticks(axis) -> None:
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
-_UMASK = []
-
-
-def _umask() -> int:
-    """The process's umask, read once (reading it means setting it, so not on every save)."""
-    if not _UMASK:
-        mask = os.umask(0o022)
-        os.umask(mask)
-        _UMASK.append(mask)
-    return _UMASK[0]
-
-
 def save_png(fig, path: Union[str, os.PathLike], dpi: int = 100) -> Path:
-    """Write ``fig`` to ``path`` as PNG through a temporary file in the same folder and ``os.replace``."""
+    """Write ``fig`` to ``path`` as PNG through a temporary file in the same folder and ``os.replace``, as readable
+    as any file the user writes."""
+    from optdiv.cash.store import _atomic_write
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, format="png", dpi=dpi)
-        os.chmod(tmp, 0o666 & ~_umask())  # a temporary file is private; a figure is as readable as any file
-        os.replace(tmp, str(path))
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    _atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=dpi), mode=0o666)
     return path

@@ -104,8 +104,22 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _atomic_write(path: Path, write) -> None:
-    """Write ``path`` through ``write(binary file)`` via a fsynced temporary file and ``os.replace``."""
+_UMASK = []
+
+
+def _umask() -> int:
+    """The process's umask, read once (reading it means setting it, so not on every write)."""
+    if not _UMASK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        _UMASK.append(mask)
+    return _UMASK[0]
+
+
+def _atomic_write(path: Path, write, mode: Optional[int] = None) -> None:
+    """Write ``path`` through ``write(binary file)`` via a fsynced temporary file and ``os.replace``.
+
+    The temporary file is private; ``mode`` (e.g. 0o666, less the umask as ``open`` would) widens the result."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=str(path.parent))
     try:
@@ -113,6 +127,8 @@ def _atomic_write(path: Path, write) -> None:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode & ~_umask())
         os.replace(tmp, str(path))
     except BaseException:
         try:
