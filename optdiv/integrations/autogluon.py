@@ -113,6 +113,18 @@ def _missing(actual, expected) -> Optional[str]:
     return None if not gone else "missing %s" % ", ".join(gone)
 
 
+def _signature_problem(cls, needs: Dict[str, Tuple[str, ...]]) -> Optional[str]:
+    """The first method of ``needs`` (name -> parameters it must take) that ``cls`` lacks or takes otherwise."""
+    for name, params in needs.items():
+        method = getattr(cls, name, None)
+        if method is None:
+            return "%s has no %s" % (cls.__name__, name)
+        found = _missing(_parameters(method), params)
+        if found:
+            return "%s.%s: %s" % (cls.__name__, name, found)
+    return None
+
+
 def _check(problems: List[str], what: str, test: Callable[[], Optional[str]]) -> None:
     try:
         found = test()
@@ -143,14 +155,7 @@ def _hook_problems() -> List[str]:
             "_post_fit": _POST_FIT + ("infer_limit", "num_cpus", "num_gpus", "fit_strategy",
                                       "raise_on_no_models_fitted"),
         }
-        for name, params in needs.items():
-            method = getattr(P, name, None)
-            if method is None:
-                return "TabularPredictor has no %s" % name
-            found = _missing(_parameters(method), params)
-            if found:
-                return "TabularPredictor.%s: %s" % (name, found)
-        return None
+        return _signature_problem(P, needs)
 
     def fit_extra_keywords():
         from autogluon.tabular import TabularPredictor as P
@@ -205,15 +210,11 @@ def _searcher_problems() -> List[str]:
         from autogluon.common import space
         from autogluon.core.searcher.local_random_searcher import LocalRandomSearcher as S
 
-        for name, params in {"get_config": (), "update": ("config",), "evaluation_failed": ("config",),
-                             "configure_scheduler": ("scheduler",), "_pickle_config": ("config",),
-                             "_add_result": ("config", "result"), "_reward_while_pending": ()}.items():
-            method = getattr(S, name, None)
-            if method is None:
-                return "LocalRandomSearcher has no %s" % name
-            found = _missing(_parameters(method), params)
-            if found:
-                return "LocalRandomSearcher.%s: %s" % (name, found)
+        found = _signature_problem(S, {"get_config": (), "update": ("config",), "evaluation_failed": ("config",),
+                                       "configure_scheduler": ("scheduler",), "_pickle_config": ("config",),
+                                       "_add_result": ("config", "result"), "_reward_while_pending": ()})
+        if found:
+            return found
         probe = S(search_space={"x": space.Real(0.0, 1.0)}, reward_attribute="reward")
         gone = [a for a in ("search_space", "_results", "_params_space", "_params_static", "random_state",
                             "_reward_attribute") if not hasattr(probe, a)]
