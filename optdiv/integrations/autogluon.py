@@ -52,6 +52,7 @@ from optdiv.core.metric_vocabulary import resolve_host, task_of
 from optdiv.core.metrics import per_example_loss
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
+from optdiv.integrations.host_check import Problems, covers as _covers, parameters as _parameters
 
 logger = logging.getLogger(__name__)
 
@@ -104,39 +105,21 @@ class HostVersionError(RuntimeError):
     """AutoGluon differs from the version the adapter was written for in something it relies on."""
 
 
-def _parameters(function) -> Tuple[str, ...]:
-    return tuple(inspect.signature(function).parameters)
-
-
-def _missing(actual, expected) -> Optional[str]:
-    gone = [name for name in expected if name not in tuple(actual)]
-    return None if not gone else "missing %s" % ", ".join(gone)
-
-
 def _signature_problem(cls, needs: Dict[str, Tuple[str, ...]]) -> Optional[str]:
     """The first method of ``needs`` (name -> parameters it must take) that ``cls`` lacks or takes otherwise."""
     for name, params in needs.items():
         method = getattr(cls, name, None)
         if method is None:
             return "%s has no %s" % (cls.__name__, name)
-        found = _missing(_parameters(method), params)
+        found = _covers(_parameters(method), params)
         if found:
             return "%s.%s: %s" % (cls.__name__, name, found)
     return None
 
 
-def _check(problems: List[str], what: str, test: Callable[[], Optional[str]]) -> None:
-    try:
-        found = test()
-    except Exception as exc:  # an import or attribute that is gone is exactly what this looks for
-        found = "%s: %s" % (type(exc).__name__, exc)
-    if found:
-        problems.append("%s: %s" % (what, found))
-
-
 def _hook_problems() -> List[str]:
     """Every internal the hook relies on that is missing or has another signature (empty: all as expected)."""
-    problems: List[str] = []
+    problems = Problems()
 
     def predictor():
         from autogluon.tabular import TabularPredictor as P
@@ -163,14 +146,14 @@ def _hook_problems() -> List[str]:
         from types import SimpleNamespace
 
         keys = P._fit_extra_kwargs_dict(SimpleNamespace(verbosity=0))  # it reads nothing else of the predictor
-        return _missing(keys, ("ag_args", "ag_args_fit", "calibrate", "refit_full", "set_best_to_refit_full",
+        return _covers(keys, ("ag_args", "ag_args_fit", "calibrate", "refit_full", "set_best_to_refit_full",
                                "keep_only_best", "save_space", "raise_on_no_models_fitted", "name_suffix"))
 
     def presets():
         from autogluon.common.utils.decorators import _apply_presets
         from autogluon.tabular.configs.presets_configs import tabular_presets_alias, tabular_presets_dict
 
-        found = _missing(_parameters(_apply_presets), ("preset_dict", "presets_alias"))
+        found = _covers(_parameters(_apply_presets), ("preset_dict", "presets_alias"))
         if found:
             return "_apply_presets: " + found
         if not isinstance(tabular_presets_dict, dict) or not isinstance(tabular_presets_alias, dict):
@@ -184,16 +167,16 @@ def _hook_problems() -> List[str]:
                  if getattr(getattr(models, cls, None), "ag_key", None) != key]
         return None if not wrong else "model classes of %s are gone or renamed" % ", ".join(wrong)
 
-    _check(problems, "autogluon.tabular.TabularPredictor methods", predictor)
-    _check(problems, "TabularPredictor._fit_extra_kwargs_dict", fit_extra_keywords)
-    _check(problems, "preset resolution (autogluon.common.utils.decorators)", presets)
-    _check(problems, "autogluon.tabular.models (family of a trained model)", model_classes)
+    problems.check("autogluon.tabular.TabularPredictor methods", predictor)
+    problems.check("TabularPredictor._fit_extra_kwargs_dict", fit_extra_keywords)
+    problems.check("preset resolution (autogluon.common.utils.decorators)", presets)
+    problems.check("autogluon.tabular.models (family of a trained model)", model_classes)
     return problems
 
 
 def _searcher_problems() -> List[str]:
     """Every internal the HPO searcher relies on that is missing or has another signature."""
-    problems: List[str] = []
+    problems = Problems()
 
     def factory():
         import importlib
@@ -231,12 +214,12 @@ def _searcher_problems() -> List[str]:
         from autogluon.core.models import BaggedEnsembleModel
 
         method = getattr(BaggedEnsembleModel, "load_oof", None)
-        return "no load_oof" if method is None else _missing(_parameters(method), ("path",))
+        return "no load_oof" if method is None else _covers(_parameters(method), ("path",))
 
-    _check(problems, "autogluon.core.searcher.searcher_factory", factory)
-    _check(problems, "autogluon.core.searcher.LocalRandomSearcher (the searcher subclasses it)", searcher)
-    _check(problems, "trial model path layout (autogluon.core.models.abstract.model_trial)", trial_layout)
-    _check(problems, "BaggedEnsembleModel (out-of-fold predictions of bagged trials)", bagged)
+    problems.check("autogluon.core.searcher.searcher_factory", factory)
+    problems.check("autogluon.core.searcher.LocalRandomSearcher (the searcher subclasses it)", searcher)
+    problems.check("trial model path layout (autogluon.core.models.abstract.model_trial)", trial_layout)
+    problems.check("BaggedEnsembleModel (out-of-fold predictions of bagged trials)", bagged)
     return problems
 
 

@@ -55,13 +55,14 @@ import inspect
 import logging
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from optdiv.core.believers import believed_predictions
 from optdiv.core.metric_vocabulary import resolve, resolve_host
 from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector
+from optdiv.integrations.host_check import Problems, covers, parameters as _parameters, same
 
 logger = logging.getLogger(__name__)
 
@@ -139,10 +140,6 @@ _BACKEND_METHODS = {"get_numrun_directory": ("seed", "num_run", "budget"),
                     "load_targets_ensemble": (), "load_datamanager": ()}
 
 
-def _parameters(function) -> tuple:
-    return tuple(inspect.signature(function).parameters)
-
-
 def _calls(function, name: str) -> bool:
     """Whether ``function``'s code (nested functions included) refers to the attribute ``name``."""
     stack = [function.__code__]
@@ -156,26 +153,11 @@ def _calls(function, name: str) -> bool:
 
 def _host_problems(backend=None, ta_kwargs=None) -> List[str]:
     """Every relied-on host internal that is missing or has another signature (empty: all as expected)."""
-    problems: List[str] = []
+    problems = Problems()
     if ta_kwargs is not None:
         missing = [key for key in ("backend", "metrics") if key not in ta_kwargs]
         if missing:
             problems.append(f"the callback's ta_kwargs: missing {', '.join(missing)}")
-
-    def check(what: str, test: Callable[[], Optional[str]]) -> None:
-        try:
-            found = test()
-        except Exception as exc:  # an import or attribute that is gone is exactly what this looks for
-            found = f"{type(exc).__name__}: {exc}"
-        if found:
-            problems.append(f"{what}: {found}")
-
-    def same(actual, expected) -> Optional[str]:
-        return None if tuple(actual) == tuple(expected) else f"found {tuple(actual)}, expected {tuple(expected)}"
-
-    def covers(actual, expected) -> Optional[str]:
-        missing = [name for name in expected if name not in tuple(actual)]
-        return None if not missing else f"missing {', '.join(missing)}"
 
     def get_smac_object():
         from autosklearn.smbo import get_smac_object
@@ -238,14 +220,14 @@ def _host_problems(backend=None, ta_kwargs=None) -> List[str]:
                  "MULTIOUTPUT_REGRESSION")
         return covers([n for n in names if hasattr(constants, n)], names)
 
-    check("autosklearn.smbo.get_smac_object (the callback mirrors it)", get_smac_object)
-    check("smac SMAC4AC keywords", smac4ac)
-    check("smac LocalAndSortedRandomSearch (the maximiser subclasses it)", maximizer)
-    check("smac StatusType", status_type)
-    check("smac RunHistory / RunKey / RunValue", run_history)
-    check("auto-sklearn backend (run folders, prediction files, targets)", backend_methods)
-    check("autosklearn.metrics.calculate_loss", loss)
-    check("autosklearn.constants task types", task_constants)
+    problems.check("autosklearn.smbo.get_smac_object (the callback mirrors it)", get_smac_object)
+    problems.check("smac SMAC4AC keywords", smac4ac)
+    problems.check("smac LocalAndSortedRandomSearch (the maximiser subclasses it)", maximizer)
+    problems.check("smac StatusType", status_type)
+    problems.check("smac RunHistory / RunKey / RunValue", run_history)
+    problems.check("auto-sklearn backend (run folders, prediction files, targets)", backend_methods)
+    problems.check("autosklearn.metrics.calculate_loss", loss)
+    problems.check("autosklearn.constants task types", task_constants)
     return problems
 
 

@@ -75,6 +75,7 @@ from optdiv.core.ensemble import ensemble_predict
 from optdiv.core.metrics import mean_loss
 from optdiv.core.metric_vocabulary import TASKS, resolve_host, task_of
 from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector, pool_loss
+from optdiv.integrations.host_check import Problems, covers, parameters as _parameters, same
 
 logger = logging.getLogger(__name__)
 
@@ -136,10 +137,6 @@ _PSMBO_KEYWORDS = ("num_objectives", "num_constraints", "parallel_strategy", "sa
 _OBSERVATION_FIELDS = ("config", "objectives", "constraints", "trial_state", "extra_info")
 
 
-def _parameters(function) -> tuple:
-    return tuple(inspect.signature(function).parameters)
-
-
 def _refers_to(function, name: str) -> bool:
     """Whether ``function``'s code (nested functions included) names ``name`` (an attribute or a constant)."""
     stack = [inspect.unwrap(function).__code__]
@@ -153,22 +150,7 @@ def _refers_to(function, name: str) -> bool:
 
 def _host_problems() -> List[str]:
     """Every relied-on OpenBox internal that is missing or has another signature (empty: all as expected)."""
-    problems: List[str] = []
-
-    def check(what: str, test: Callable[[], Optional[str]]) -> None:
-        try:
-            found = test()
-        except Exception as exc:  # a name that is gone is exactly what this looks for
-            found = f"{type(exc).__name__}: {exc}"
-        if found:
-            problems.append(f"{what}: {found}")
-
-    def covers(actual, expected) -> Optional[str]:
-        missing = [name for name in expected if name not in tuple(actual)]
-        return None if not missing else f"missing {', '.join(missing)}"
-
-    def same(actual, expected) -> Optional[str]:
-        return None if tuple(actual) == tuple(expected) else f"found {tuple(actual)}, expected {tuple(expected)}"
+    problems = Problems()
 
     def calls(owner, method: str, *names: str) -> Optional[str]:
         function = vars(owner).get(method)
@@ -222,13 +204,13 @@ def _host_problems() -> List[str]:
                 or calls(pSMBO, "sync_run", "get_suggestions", "update_observation")
                 or calls(pSMBO, "async_run", "get_suggestion", "running_configs"))
 
-    check("openbox Advisor._get_bo_candidates (the candidate list the option re-orders)", candidates)
-    check("openbox Advisor suggestion methods", suggestions)
-    check("openbox acquisition maximiser", acquisition)
-    check("openbox SyncBatchAdvisor", sync_batch)
-    check("openbox AsyncBatchAdvisor", async_batch)
-    check("openbox History / Observation", history)
-    check("openbox Optimizer / ParallelOptimizer", optimizers)
+    problems.check("openbox Advisor._get_bo_candidates (the candidate list the option re-orders)", candidates)
+    problems.check("openbox Advisor suggestion methods", suggestions)
+    problems.check("openbox acquisition maximiser", acquisition)
+    problems.check("openbox SyncBatchAdvisor", sync_batch)
+    problems.check("openbox AsyncBatchAdvisor", async_batch)
+    problems.check("openbox History / Observation", history)
+    problems.check("openbox Optimizer / ParallelOptimizer", optimizers)
     return problems
 
 

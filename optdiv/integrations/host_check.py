@@ -1,0 +1,42 @@
+"""What the three adapters share to check a host's internals: a failing check is a sentence, never a fallback.
+
+Each adapter lists what it relies on of its host (methods, their parameters, attributes) and raises its own
+``HostVersionError`` with every problem found; this module holds the small pieces those lists are made of.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable, List, Optional
+
+
+def parameters(function) -> tuple:
+    """The names of ``function``'s parameters, in order."""
+    return tuple(inspect.signature(function).parameters)
+
+
+def covers(actual, expected) -> Optional[str]:
+    """None when every name of ``expected`` is in ``actual``, else which are missing."""
+    missing = [name for name in expected if name not in tuple(actual)]
+    return None if not missing else f"missing {', '.join(missing)}"
+
+
+def same(actual, expected) -> Optional[str]:
+    """None when ``actual`` and ``expected`` hold the same names in the same order, else both."""
+    return None if tuple(actual) == tuple(expected) else f"found {tuple(actual)}, expected {tuple(expected)}"
+
+
+class Problems(list):
+    """The problems found so far, one sentence each (empty: the host is as expected)."""
+
+    def check(self, what: str, test: Callable[[], Optional[str]]) -> None:
+        """Run ``test``; its message, or the exception it raised, becomes a problem about ``what``."""
+        try:
+            found = test()
+        except Exception as exc:  # an import or attribute that is gone is exactly what this looks for
+            found = f"{type(exc).__name__}: {exc}"
+        if found:
+            self.append(f"{what}: {found}")
+
+
+__all__: List[str] = ["Problems", "covers", "parameters", "same"]
