@@ -736,6 +736,28 @@ def _advisor_from(optdiv, cls, advisor_kwargs: Mapping, build: Callable[..., Opt
                     f"got {type(optdiv).__name__}")
 
 
+def _advisor_arguments(a: dict) -> dict:
+    """The advisor arguments that OpenBox's ``Optimizer`` and ``ParallelOptimizer`` both derive from
+    their own (``a``: the optimizer's bound arguments), under the advisor's names."""
+    return dict(
+        num_objectives=a["num_objectives"],
+        num_constraints=a["num_constraints"],
+        initial_trials=a["initial_runs"],
+        init_strategy=a["init_strategy"],
+        initial_configurations=a["initial_configurations"],
+        transfer_learning_history=a["transfer_learning_history"],
+        optimization_strategy=a["sample_strategy"],
+        surrogate_type=a["surrogate_type"],
+        acq_type=a["acq_type"],
+        acq_optimizer_type=a["acq_optimizer_type"],
+        ref_point=a["ref_point"],
+        output_dir=a["logging_dir"],
+        task_id=a["task_id"],
+        random_state=a["random_state"],
+        logger_kwargs={"force_init": False},  # the optimizer already set OpenBox's logger up
+    )
+
+
 class OptDivOptimizer(SMBO):
     """OpenBox's ``Optimizer`` (``SMBO``) with one extra argument, ``optdiv``.
 
@@ -767,25 +789,8 @@ class OptDivOptimizer(SMBO):
 
         def build(**options):
             return OptDivAdvisor(
-                config_space,
-                num_objectives=a["num_objectives"],
-                num_constraints=a["num_constraints"],
-                initial_trials=a["initial_runs"],
-                init_strategy=a["init_strategy"],
-                initial_configurations=a["initial_configurations"],
-                transfer_learning_history=a["transfer_learning_history"],
-                optimization_strategy=a["sample_strategy"],
-                surrogate_type=a["surrogate_type"],
-                acq_type=a["acq_type"],
-                acq_optimizer_type=a["acq_optimizer_type"],
-                ref_point=a["ref_point"],
-                early_stop=a["early_stop"],
-                early_stop_kwargs=a["early_stop_kwargs"],
-                output_dir=a["logging_dir"],
-                task_id=a["task_id"],
-                random_state=a["random_state"],
-                logger_kwargs={"force_init": False},  # the optimizer already set OpenBox's logger up
-                **options,
+                config_space, **_advisor_arguments(a),
+                early_stop=a["early_stop"], early_stop_kwargs=a["early_stop_kwargs"], **options,
             )
 
         advisor = _advisor_from(optdiv, OptDivAdvisor, a["advisor_kwargs"], build)
@@ -830,25 +835,8 @@ class OptDivParallelOptimizer(pSMBO):
 
         def build(**options):
             return cls(
-                config_space,
-                num_objectives=a["num_objectives"],
-                num_constraints=a["num_constraints"],
-                batch_size=a["batch_size"],
-                batch_strategy=a["batch_strategy"],
-                initial_trials=a["initial_runs"],
-                initial_configurations=a["initial_configurations"],
-                init_strategy=a["init_strategy"],
-                transfer_learning_history=a["transfer_learning_history"],
-                optimization_strategy=a["sample_strategy"],
-                surrogate_type=a["surrogate_type"],
-                acq_type=a["acq_type"],
-                acq_optimizer_type=a["acq_optimizer_type"],
-                ref_point=a["ref_point"],
-                task_id=a["task_id"],
-                output_dir=a["logging_dir"],
-                random_state=a["random_state"],
-                logger_kwargs={"force_init": False},  # the optimizer already set OpenBox's logger up
-                **options,
+                config_space, **_advisor_arguments(a),
+                batch_size=a["batch_size"], batch_strategy=a["batch_strategy"], **options,
             )
 
         advisor = _advisor_from(optdiv, cls, a["advisor_kwargs"], build)

@@ -50,6 +50,12 @@ def _async(advisor, n: int, on_suggest=None):
     return out
 
 
+def _batch_kwargs(tmp_path, task_id: str, **extra) -> dict:
+    """The batch advisors' common arguments: two slots, OpenBox's initial design, one seed."""
+    return dict(batch_size=2, initial_trials=N_INIT, random_state=SEED, output_dir=str(tmp_path / "logs"),
+                task_id=task_id, **extra)
+
+
 def _encode(configs, space):
     from optdiv.integrations.openbox import encode_configurations
 
@@ -63,8 +69,7 @@ def test_sync_default_batches_pick_each_slot_with_the_earlier_picks_as_believers
     from optdiv.integrations.openbox import OptDivSyncBatchAdvisor
 
     y_val = problem.data()[3]
-    kw = dict(batch_size=2, initial_trials=N_INIT, random_state=SEED, output_dir=str(tmp_path / "logs"),
-              task_id="sync")
+    kw = _batch_kwargs(tmp_path, "sync")
     n = 5
     plain = _batches(SyncBatchAdvisor(problem.make_space(), **kw), n)
     off = _batches(OptDivSyncBatchAdvisor(problem.make_space(), y_val=y_val, method=None, **kw), n)
@@ -106,8 +111,7 @@ def test_sync_median_imputation_keeps_openbox_imputation_and_adds_believers(tmp_
     from optdiv.integrations.openbox import OptDivSyncBatchAdvisor
 
     y_val = problem.data()[3]
-    kw = dict(batch_size=2, batch_strategy="median_imputation", initial_trials=N_INIT, random_state=SEED,
-              output_dir=str(tmp_path / "logs"), task_id="median")
+    kw = _batch_kwargs(tmp_path, "median", batch_strategy="median_imputation")
     n = 4
     plain = _batches(SyncBatchAdvisor(problem.make_space(), **kw), n)
     zero = OptDivSyncBatchAdvisor(problem.make_space(), y_val=y_val, selector_options={"tau": 0.0}, **kw)
@@ -134,8 +138,7 @@ def test_async_suggestions_see_the_running_configurations(tmp_path):
     from optdiv.integrations.openbox import OptDivAsyncBatchAdvisor
 
     y_val = problem.data()[3]
-    kw = dict(batch_size=2, initial_trials=N_INIT, random_state=SEED, output_dir=str(tmp_path / "logs"),
-              task_id="async")
+    kw = _batch_kwargs(tmp_path, "async")
     n = 10
     plain = _async(AsyncBatchAdvisor(problem.make_space(), **kw), n)
     zero = OptDivAsyncBatchAdvisor(problem.make_space(), y_val=y_val, selector_options={"tau": 0.0}, **kw)
