@@ -9,8 +9,13 @@ Every session is built from nothing unless ``-r`` (reuse) is given. Each host
 session installs its pins and ``-e .[dev]`` in ONE resolver call, so the
 resolver picks versions that satisfy the host and optdiv together, then runs
 ``tests/core`` plus that host's directory ``tests/hosts/<host>_host/`` with
-``OPTDIV_REQUIRE_HOST=<host>`` (see tests/conftest.py: with it set, a host that
+``OPTDIV_REQUIRE_HOST=<host>`` (see tests/hosts/conftest.py: with it set, a host that
 fails to import is a test failure, not a skip).
+
+Tests that assert on the wall clock carry the ``timing`` marker and run alone,
+once, in the ``tests`` session. Every other library test runs on all cores
+(pytest-xdist); the hosts' own tests run one at a time, as the hosts fit with
+their own time limits.
 
 Extra arguments after ``--`` go to pytest, e.g. ``nox -s openbox -- -x -k smoke``; test paths given
 there replace the session's own (``nox -r -s openbox -- tests/hosts/openbox_host``).
@@ -22,6 +27,7 @@ import glob
 import os
 import shutil
 import subprocess
+from typing import Sequence
 
 import nox
 
@@ -59,21 +65,20 @@ HOST_PYTHON: dict[str, str] = {
     "autogluon": "3.11",
 }
 
-#: Test paths per host session: the core suite plus the host's own directory.
-#: Add paths here as more host-specific tests appear.
-HOST_TEST_PATHS: dict[str, list[str]] = {
-    host: [CORE_TESTS, f"tests/hosts/{host}_host"] for host in HOST_PINS
+#: Library tests per host session: the core suite on every stack, and the engine on the older stacks too
+#: (ConfigSpace 0.4.21 + scikit-learn 0.24 for auto-sklearn, ConfigSpace 0.6.1 + scikit-learn 1.3 for OpenBox),
+#: since the host adapters build on it there. Each session also runs its host's own `tests/hosts/<host>_host`.
+HOST_LIBRARY_TESTS: dict[str, list[str]] = {
+    "autosklearn": [CORE_TESTS, "tests/cash"],
+    "openbox": [CORE_TESTS, "tests/cash"],
+    "autogluon": [CORE_TESTS],
 }
-# The engine on the older stacks: ConfigSpace 0.4.21 + scikit-learn 0.24 (auto-sklearn) and ConfigSpace 0.6.1
-# + scikit-learn 1.3 (OpenBox); the host adapters build on it there.
-for _host in ("autosklearn", "openbox"):
-    HOST_TEST_PATHS[_host].insert(1, "tests/cash")
 
-#: Engine tests of timing logic (deadlines, time-outs, imputation) that sleep for real and do not depend on the
-#: library stack: they run once, in the `tests` session, not again on each host's stack.
-TIMING_TESTS = ["tests/cash/test_time_budget.py", "tests/cash/test_cv_timeouts.py"]
-for _host in ("autosklearn", "openbox"):
-    HOST_TEST_PATHS[_host] += [f"--ignore={path}" for path in TIMING_TESTS]
+#: Marker expressions of the two phases of a session (see the `timing` marker in pyproject.toml): tests that
+#: assert on the wall clock run alone and only in the `tests` session (they do not depend on the library stack);
+#: the rest share every core.
+TIMING = "timing and not slow"
+NOT_TIMING = "not timing and not slow"
 
 #: Import name of each host, used for the post-install sanity check.
 HOST_MODULE: dict[str, str] = {
@@ -187,12 +192,26 @@ def _report_versions(session: nox.Session, *extra: str) -> None:
     session.run("python", "-c", code, silent=False)
 
 
-def _run_pytest(session: nox.Session, paths: list[str], env: dict[str, str]) -> None:
-    # No success_codes: any non-zero pytest exit (failures, errors, or 5 = "no
-    # tests collected") fails the session. Test paths given after `--` replace
-    # the session's own (`nox -r -s openbox -- tests/hosts/openbox_host -x`).
+def _run_pytest(session: nox.Session, env: dict[str, str], *, alone: Sequence[str] = (), shared: Sequence[str] = (),
+                one_at_a_time: Sequence[str] = ()) -> None:
+    """pytest in up to three phases: ``alone`` (the `timing` tests, nothing beside them), ``shared`` (the rest,
+    spread over every core), ``one_at_a_time`` (host fits, serially, all their markers but `slow`).
+
+    No success_codes: any non-zero pytest exit (failures, errors, or 5 = "no tests collected") fails the
+    session. Test paths given after `--` replace the session's own and run in one serial call
+    (`nox -r -s openbox -- tests/hosts/openbox_host -x`).
+    """
     chosen = [a for a in session.posargs if not a.startswith("-") and os.path.exists(a.split("::")[0])]
-    session.run("pytest", *(chosen or paths), "-ra", *[a for a in session.posargs if a not in chosen], env=env)
+    options = ["-ra", *[a for a in session.posargs if a not in chosen]]
+    if chosen:
+        session.run("pytest", *chosen, *options, env=env)
+        return
+    if alone:
+        session.run("pytest", *alone, "-m", TIMING, *options, env=env)
+    if shared:
+        session.run("pytest", *shared, "-m", NOT_TIMING, "-n", "auto", *options, env=env)
+    if one_at_a_time:
+        session.run("pytest", *one_at_a_time, *options, env=env)
 
 
 @nox.session(python=TESTS_PYTHON, venv_backend=VENV_BACKEND)
@@ -200,7 +219,8 @@ def tests(session: nox.Session) -> None:
     """Core tests against the newest numpy / scikit-learn / lightgbm, with Dask for the parallel engine."""
     session.install("-e", ".[dev,dask]")
     _report_versions(session)
-    _run_pytest(session, ["--ignore=tests/hosts"], env={"OPTDIV_REQUIRE_HOST": ""})
+    paths = ["--ignore=tests/hosts"]
+    _run_pytest(session, {"OPTDIV_REQUIRE_HOST": ""}, alone=paths, shared=paths)
 
 
 def _host_session(host: str):
@@ -216,10 +236,11 @@ def _host_session(host: str):
                 "sys.exit('torch is installed in the autogluon env' "
                 "if importlib.util.find_spec('torch') else 0)",
             )
-        _run_pytest(session, HOST_TEST_PATHS[host], env={"OPTDIV_REQUIRE_HOST": host})
+        _run_pytest(session, {"OPTDIV_REQUIRE_HOST": host}, shared=HOST_LIBRARY_TESTS[host],
+                    one_at_a_time=[f"tests/hosts/{host}_host"])
 
     run.__name__ = host
-    run.__doc__ = f"tests/core + tests/hosts/{host}_host with {' '.join(HOST_PINS[host])}"
+    run.__doc__ = f"{' + '.join(HOST_LIBRARY_TESTS[host])} + tests/hosts/{host}_host with {' '.join(HOST_PINS[host])}"
     return nox.session(name=host, python=HOST_PYTHON[host], venv_backend=VENV_BACKEND)(run)
 
 

@@ -165,6 +165,7 @@ def _race_optdiv(race, csv, out, seconds):
     return argv, records[0]
 
 
+@pytest.mark.timing
 def test_end_to_end_optdiv(race, breast_cancer_csv, tmp_path, capsys):
     """One real optdiv fit with T = 10 s through the worker subprocess. On a machine so loaded that optdiv's
     evaluator cannot even start a model within 10 s (optdiv then raises "no evaluation finished within the time

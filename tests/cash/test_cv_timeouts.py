@@ -16,6 +16,9 @@ from optdiv.cash.optimizers import _losses_with_failures, imputed_loss
 from optdiv.cash.store import RunStore
 from optdiv.core.metrics import mean_loss
 
+#: Deadlines and time-outs measured on the wall clock: run alone (see the `timing` marker).
+pytestmark = pytest.mark.timing
+
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
 
 

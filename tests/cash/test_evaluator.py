@@ -108,6 +108,7 @@ def test_nan_predictions_fail(worker):
     assert "NaN or inf" in obs.error
 
 
+@pytest.mark.timing
 def test_timeout_then_next_evaluation_works(worker):
     assert worker.evaluate({"algorithm": "logreg"}, index=20).status == "ok"  # a live worker, whatever ran before
     starts = worker.worker_starts

@@ -162,6 +162,7 @@ def test_two_workers_complete_the_budget(tmp_path, splits):
 
 @needs_dask
 @pytest.mark.timeout(150)
+@pytest.mark.timing
 def test_killed_worker_loses_its_evaluation_once_then_it_fails(splits):
     """Index 2 runs on a worker that is killed mid-fit, is re-queued, and its second worker is killed too:
     it is recorded as failed; every other evaluation completes."""
@@ -227,6 +228,7 @@ def _check_faults(history, plan):
 
 @needs_dask
 @pytest.mark.timeout(150)
+@pytest.mark.timing
 def test_injected_faults_on_two_workers_are_all_recorded(tmp_path, splits):
     seed = _fault_seed()
     store = RunStore(tmp_path / "run")
@@ -240,6 +242,7 @@ def test_injected_faults_on_two_workers_are_all_recorded(tmp_path, splits):
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.timing
 def test_injected_faults_without_dask(splits):
     seed = _fault_seed(("raise", "nan"), budget=6)
     plan = FaultPlan(0.3, 0.1, 0.05, seed)
@@ -251,6 +254,7 @@ def test_injected_faults_without_dask(splits):
 
 @needs_dask
 @pytest.mark.timeout(300)
+@pytest.mark.timing
 def test_driver_killed_repeatedly_resumes_exactly(tmp_path, frame):
     """SIGKILL the driver process at up to ten seeded random points (at least five of them mid-run), resume
     each time; with one worker the final history (configurations, statuses, losses) and ensemble equal an

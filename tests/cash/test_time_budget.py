@@ -20,6 +20,9 @@ from optdiv.cash.observation import DEADLINE, WORST_LOSS, Observation, algorithm
 from optdiv.cash.worker import KILL_GRACE
 from optdiv.cash.store import RunStore
 
+#: Deadlines and time-outs measured on the wall clock: run alone (see the `timing` marker).
+pytestmark = pytest.mark.timing
+
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
 
 
