@@ -198,13 +198,14 @@ def _run_pytest(session: nox.Session, env: dict[str, str], *, alone: Sequence[st
     spread over every core), ``one_at_a_time`` (host fits, serially, all their markers but `slow`).
 
     No success_codes: any non-zero pytest exit (failures, errors, or 5 = "no tests collected") fails the
-    session. Test paths given after `--` replace the session's own and run in one serial call
-    (`nox -r -s openbox -- tests/hosts/openbox_host -x`).
+    session. Test paths or a marker expression given after `--` replace the session's own and run in one serial
+    call (`nox -r -s openbox -- tests/hosts/openbox_host -x`, `nox -r -s tests -- -m slow`).
     """
     chosen = [a for a in session.posargs if not a.startswith("-") and os.path.exists(a.split("::")[0])]
     options = ["-ra", *[a for a in session.posargs if a not in chosen]]
-    if chosen:
-        session.run("pytest", *chosen, *options, env=env)
+    if chosen or "-m" in options:
+        paths = chosen or list(dict.fromkeys([*alone, *shared, *one_at_a_time]))
+        session.run("pytest", *paths, *options, env=env)
         return
     if alone:
         session.run("pytest", *alone, "-m", TIMING, *options, env=env)
