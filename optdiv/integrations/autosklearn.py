@@ -62,7 +62,7 @@ import numpy as np
 from optdiv.core.believers import believed_predictions
 from optdiv.core.metric_vocabulary import resolve, resolve_host
 from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector
-from optdiv.integrations.host_check import Problems, covers, parameters as _parameters, same
+from optdiv.integrations.host_check import Problems, covers, parameters as _parameters, refers_to, same
 
 logger = logging.getLogger(__name__)
 
@@ -140,17 +140,6 @@ _BACKEND_METHODS = {"get_numrun_directory": ("seed", "num_run", "budget"),
                     "load_targets_ensemble": (), "load_datamanager": ()}
 
 
-def _calls(function, name: str) -> bool:
-    """Whether ``function``'s code (nested functions included) refers to the attribute ``name``."""
-    stack = [function.__code__]
-    while stack:
-        code = stack.pop()
-        if name in code.co_names:
-            return True
-        stack.extend(c for c in code.co_consts if inspect.iscode(c))
-    return False
-
-
 def _host_problems(backend=None, ta_kwargs=None) -> List[str]:
     """Every relied-on host internal that is missing or has another signature (empty: all as expected)."""
     problems = Problems()
@@ -174,7 +163,7 @@ def _host_problems(backend=None, ta_kwargs=None) -> List[str]:
 
         if "_maximize" not in vars(LocalAndSortedRandomSearch):
             return "LocalAndSortedRandomSearch defines no _maximize of its own"
-        if not _calls(AcquisitionFunctionMaximizer.maximize, "_maximize"):
+        if not refers_to(AcquisitionFunctionMaximizer.maximize, "_maximize"):
             return "AcquisitionFunctionMaximizer.maximize no longer calls _maximize"
         return (same(_parameters(LocalAndSortedRandomSearch.__init__), _MAXIMIZER_INIT)
                 or same(_parameters(LocalAndSortedRandomSearch._maximize),

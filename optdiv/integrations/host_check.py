@@ -26,6 +26,18 @@ def same(actual, expected) -> Optional[str]:
     return None if tuple(actual) == tuple(expected) else f"found {tuple(actual)}, expected {tuple(expected)}"
 
 
+def refers_to(function, name: str, *, in_constants: bool = False) -> bool:
+    """Whether ``function``'s code (nested functions included) names the attribute ``name``, or with
+    ``in_constants`` also holds it as a constant (a string key, a state name)."""
+    stack = [inspect.unwrap(function).__code__]
+    while stack:
+        code = stack.pop()
+        if name in code.co_names or (in_constants and name in code.co_consts):
+            return True
+        stack.extend(c for c in code.co_consts if inspect.iscode(c))
+    return False
+
+
 class Problems(list):
     """The problems found so far, one sentence each (empty: the host is as expected)."""
 
@@ -39,4 +51,4 @@ class Problems(list):
             self.append(f"{what}: {found}")
 
 
-__all__: List[str] = ["Problems", "covers", "parameters", "same"]
+__all__: List[str] = ["Problems", "covers", "parameters", "refers_to", "same"]

@@ -75,7 +75,7 @@ from optdiv.core.ensemble import ensemble_predict
 from optdiv.core.metrics import mean_loss
 from optdiv.core.metric_vocabulary import TASKS, resolve_host, task_of
 from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector, pool_loss
-from optdiv.integrations.host_check import Problems, covers, parameters as _parameters, same
+from optdiv.integrations.host_check import Problems, covers, parameters as _parameters, refers_to, same
 
 logger = logging.getLogger(__name__)
 
@@ -137,17 +137,6 @@ _PSMBO_KEYWORDS = ("num_objectives", "num_constraints", "parallel_strategy", "sa
 _OBSERVATION_FIELDS = ("config", "objectives", "constraints", "trial_state", "extra_info")
 
 
-def _refers_to(function, name: str) -> bool:
-    """Whether ``function``'s code (nested functions included) names ``name`` (an attribute or a constant)."""
-    stack = [inspect.unwrap(function).__code__]
-    while stack:
-        code = stack.pop()
-        if name in code.co_names or name in code.co_consts:
-            return True
-        stack.extend(c for c in code.co_consts if inspect.iscode(c))
-    return False
-
-
 def _host_problems() -> List[str]:
     """Every relied-on OpenBox internal that is missing or has another signature (empty: all as expected)."""
     problems = Problems()
@@ -156,7 +145,7 @@ def _host_problems() -> List[str]:
         function = vars(owner).get(method)
         if function is None:
             return f"{owner.__name__} defines no {method} of its own"
-        missing = [name for name in names if not _refers_to(function, name)]
+        missing = [name for name in names if not refers_to(function, name, in_constants=True)]
         return None if not missing else f"{owner.__name__}.{method} no longer uses {', '.join(missing)}"
 
     def candidates():
