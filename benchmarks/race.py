@@ -320,6 +320,26 @@ def _fit_autogluon(job, train, label, X_test):
                                                  "catboost", "xgboost", "xgboost-cpu"])
 
 
+def _search_summary(result) -> dict:
+    """What a lost race is read from afterwards: statuses and algorithms of the evaluations, the final members, the
+    best single model's and the ensemble's validation loss, and the slowest fits."""
+    history = result.history
+    statuses, algorithms = {}, {}
+    for obs in history:
+        statuses[obs.status] = statuses.get(obs.status, 0) + 1
+        algorithms[obs.algorithm] = algorithms.get(obs.algorithm, 0) + 1
+    ok = [obs for obs in history if obs.ok]
+    members = {}
+    for index, weight in zip(result.member_indices, result.weights):
+        name = history[index].algorithm
+        members[name] = round(members.get(name, 0.0) + float(weight), 4)
+    return {"statuses": statuses, "algorithms": algorithms, "member_weights": members,
+            "best_single_val": min((obs.val_loss for obs in ok), default=None),
+            "ensemble_val": float(result.val_loss),
+            "fit_seconds_max": max((obs.fit_seconds for obs in history), default=None),
+            "cv_folds": result.info.get("cv")}
+
+
 def _fit_optdiv(job, X, y, X_test):
     if job["repo"] not in sys.path:
         sys.path.insert(0, job["repo"])  # the checkout's optdiv, as benchmarks/time_budget.py
@@ -341,9 +361,10 @@ def _fit_optdiv(job, X, y, X_test):
     model.fit(X, y)
     wall = time.perf_counter() - began
     pred = model.predict(X_test)
-    final = model.result_.info.get("final_model", {})
-    extra = {"stopped": model.result_.info.get("stopped"), "members_loaded": final.get("loaded"),
-             "members_refitted": final.get("refitted")}
+    result = model.result_
+    final = result.info.get("final_model", {})
+    extra = {"stopped": result.info.get("stopped"), "members_loaded": final.get("loaded"),
+             "members_refitted": final.get("refitted"), **_search_summary(result)}
     versions = _versions(["scikit-learn", "numpy", "pandas", "lightgbm"])
     versions["optdiv"] = optdiv.__version__
     return pred, wall, len(model.result_.history), extra, versions
