@@ -11,7 +11,7 @@ of that method in the time AutoGluon leaves, then AutoGluon's weighted ensemble 
         --time-budget 60 --out .cache/ag_compare/tiny
 
 Each finished run is appended to ``OUT/runs.jsonl`` (a rerun skips runs already there, so an
-interrupted comparison resumes; optdiv runs of the earlier single-phase hook, without ``hook`` =
+interrupted comparison resumes; optdiv runs of an earlier design of the hook, without ``hook`` =
 :data:`HOOK`, are run again); ``OUT/summary.md`` holds the table with the papers' numbers beside.
 """
 
@@ -33,8 +33,10 @@ if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed on
     sys.path.insert(0, str(REPO))
 
 METHODS = ("autogluon", "optdivbo", "divbo", "bo", "rs")
-#: The hook's design the optdiv runs measure: AutoGluon's own fit, then the search in the time left.
-HOOK = "phases"
+#: The hook's design the optdiv runs measure: AutoGluon's own fit, then the search in the time left, steered by
+#: half the validation rows, the switch to the refitted ensemble tested on the other half ("phases": the switch
+#: cross-validated over all the rows the search had scored).
+HOOK = "phases-check"
 
 #: Test error (%) published for the AutoGluon space: OptDivBO (KDD 2024) Table 6 and DivBO
 #: (NeurIPS 2022) Table 12. Keys: (column, dataset).
@@ -92,7 +94,8 @@ def run_one(dataset, method: str, seed: int, budget: float, model_dir: Path, n_m
                 "trials": len(result.trials), "failed": sum(t.status != "ok" for t in result.trials),
                 "families": sorted({t.family for t in result.trials}), "autogluon_best": result.autogluon_best,
                 "val_scores": result.scores,  # AutoGluon's best and the refitted ensemble, on the validation rows
-                "switch_confidence": result.confidence}
+                "switch_confidence": result.confidence,
+                "check_rows": None if result.check is None else int(result.check.sum())}
     seconds = time.monotonic() - start
     pred = predictor.predict(test)
     if classification:

@@ -10,8 +10,8 @@ Two entry points, both driven by the core's one ``DiversityAwareSelector``:
   history starts with phase 1's models and their validation (or, bagged, out-of-fold) predictions, so
   diversity is measured against what AutoGluon already has. At the end AutoGluon refits its weighted
   ensemble over every model; the predictor keeps it only if it beats AutoGluon's own best model on
-  validation, and a cross-validation on those rows says the gain is not just the larger pool fitting them,
-  so the result is never worse there than AutoGluon alone. AutoGluon's post-fit steps
+  validation, and a test on check rows that phase 2 never scored says the gain is not just the search's picks
+  fitting the rows they were picked on, so the result is never worse there than AutoGluon alone. AutoGluon's post-fit steps
   (refit_full, calibration, keep_only_best, save_space) run once, on the final predictor.
 * :class:`OptDivSearcher` -- a searcher for AutoGluon's own per-model HPO
   (``hyperparameter_tune_kwargs={"scheduler": "local", "searcher": "optdivbo", ...}`` after
@@ -37,7 +37,7 @@ import math
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -81,11 +81,17 @@ ENSEMBLE_SUFFIX = "_OptDiv"  # the refitted weighted ensemble, e.g. WeightedEnse
 DEFAULT_TIME_LIMIT = 3600.0
 #: Phase 2 starts only with at least this many seconds left (one small model plus fit_extra's own overhead).
 MIN_MODEL_SECONDS = 1.5
-#: The refitted ensemble replaces AutoGluon's best only when a cross-validation over the validation rows is at least
-#: this sure that ensembling over every model generalises better than over phase 1's (:func:`_cv_confidence`): both
-#: ensembles are fitted on those rows, the refitted one with more models to choose from, so a higher validation
-#: score alone is partly noise.
+#: The refitted ensemble replaces AutoGluon's best only when a test on the check rows is at least this sure that
+#: ensembling over every model generalises better than over phase 1's (:func:`switch_confidence_heldout`): phase 2
+#: picks its models by their scores on the other rows, so a higher score there is partly the picking.
 SWITCH_CONFIDENCE = 0.9
+#: Share of the rows models are scored on (validation rows; out-of-fold training rows when bagged) that phase 2
+#: never scores: the check rows. Each class is split in this share. The search steers by the other rows only, so
+#: the check rows can tell a better pool from one picked to fit the rows it was scored on.
+CHECK_SHARE = 0.5
+#: Below this many check rows (or rows left for the search) the rows are not split and the switch falls back to a
+#: cross-validation over all of them (:func:`switch_confidence_cv`).
+MIN_CHECK_ROWS = 30
 #: AutoGluon's post-fit steps: run once at the end (on the final ensemble), not after phase 1.
 _POST_FIT = ("refit_full", "set_best_to_refit_full", "keep_only_best", "save_space", "calibrate",
              "calibrate_decision_threshold")
@@ -167,7 +173,19 @@ def _hook_problems() -> List[str]:
                  if getattr(getattr(models, cls, None), "ag_key", None) != key]
         return None if not wrong else "model classes of %s are gone or renamed" % ", ".join(wrong)
 
+    def scoring():
+        from autogluon.core.metrics import Scorer, compute_metric
+        from autogluon.core.utils import get_pred_from_proba
+
+        found = (_covers(_parameters(compute_metric), ("y", "metric", "y_pred", "y_pred_proba", "as_error"))
+                 or _covers(_parameters(get_pred_from_proba), ("y_pred_proba", "problem_type")))
+        if found:
+            return found
+        missing = [name for name in ("needs_pred", "needs_quantile") if not hasattr(Scorer, name)]
+        return None if not missing else "Scorer has no %s" % ", ".join(missing)
+
     problems.check("autogluon.tabular.TabularPredictor methods", predictor)
+    problems.check("scoring predictions (autogluon.core.metrics.compute_metric, get_pred_from_proba)", scoring)
     problems.check("TabularPredictor._fit_extra_kwargs_dict", fit_extra_keywords)
     problems.check("preset resolution (autogluon.common.utils.decorators)", presets)
     problems.check("autogluon.tabular.models (family of a trained model)", model_classes)
@@ -504,11 +522,12 @@ class AutoGluonSearch:
     model after it; ``trials``: phase 2's suggestions; ``history``: the observations the suggestions were made
     from (phase 1's models first, with their stored predictions); ``final_model``: ``predictor.model_best``
     at the end (before any refit_full), AutoGluon's best unless the refitted ensemble beat it on validation
-    and in the cross-validation on those rows.
+    and on the check rows. ``check``: the boolean mask of the rows of ``y_val`` that phase 2 never scored (None
+    when there were too few rows to split; the switch was then cross-validated over all of them).
     """
 
     def __init__(self, predictor, method, budget, phase1_models, autogluon_best, trials, history, y_val,
-                 final_model, scores, confidence, phase1_seconds, seconds):
+                 final_model, scores, confidence, phase1_seconds, seconds, check=None):
         self.predictor = predictor
         self.method = method
         self.time_limit = budget
@@ -519,10 +538,11 @@ class AutoGluonSearch:
         self.y_val = y_val
         self.final_model: Optional[str] = final_model
         self.scores: Dict[str, float] = scores  # validation scores of AutoGluon's best and the refitted ensemble
-        #: the cross-validated confidence that ensembling over every model beats phase 1's (None: not compared)
+        #: how sure the check rows are that ensembling over every model beats phase 1's (None: not compared)
         self.confidence: Optional[float] = confidence
         self.phase1_seconds = phase1_seconds
         self.seconds = seconds
+        self.check: Optional[np.ndarray] = check
 
     @property
     def models(self) -> List[str]:
@@ -571,10 +591,10 @@ def fit(
     small reserve for the final ensemble. Phase 2 then suggests up to ``n_models`` models over ``families``
     (AutoGluon keys; default every installed one) with ``method`` (``optdivbo``, ``divbo``, ``bo``, ``rs``)
     and trains each with ``fit_extra``, capped at the time left (and at ``model_time_limit`` when given);
-    it starts from phase 1's models. At the end AutoGluon's weighted ensemble is refitted over every model
-    and becomes ``predictor.model_best`` only if its validation score beats AutoGluon's own best and a
-    cross-validation on the validation rows is at least ``switch_confidence`` sure that it generalises better
-    (0: the score alone); then AutoGluon's post-fit steps the arguments ask for run, and the predictor is
+    it starts from phase 1's models and steers by their scores on all rows but the check rows
+    (:data:`CHECK_SHARE`). At the end AutoGluon's weighted ensemble is refitted over every model and becomes
+    ``predictor.model_best`` only if its validation score beats AutoGluon's own best and a test on the check rows
+    is at least ``switch_confidence`` sure that it generalises better (0: the score alone); then AutoGluon's post-fit steps the arguments ask for run, and the predictor is
     saved (``TabularPredictor.load`` gives it back). ``time_limit`` defaults to the presets' own, else
     :data:`DEFAULT_TIME_LIMIT`.
     ``callback(trial)`` is called after every phase-2 model. Stacking works; phase-2 models join level 1
@@ -632,22 +652,23 @@ def fit(
 
     trials: List[Trial] = []
     history: List[Observation] = []
-    y_val = None
+    y_val = check = None
     if n_models > 0 and deadline - reserve - time.monotonic() >= MIN_MODEL_SECONDS:
-        y_val, history, trials = _phase2(predictor, method, keys, int(n_models), seed, model_time_limit, n_initial,
-                                         n_candidates, callback, resources, deadline, reserve)
+        y_val, check, history, trials = _phase2(predictor, method, keys, int(n_models), seed, model_time_limit,
+                                                n_initial, n_candidates, callback, resources, deadline, reserve)
     if not predictor.model_names():
         raise RuntimeError("AutoGluon trained no model in %.0f s (see predictor.model_failures())" % budget)
 
     final_model, scores, confidence = _final_model(predictor, autogluon_best,
                                                    [t.model for t in trials if t.status == "ok"], fit_weighted,
-                                                   resources, deadline, y_val, switch_confidence, history, seed)
+                                                   resources, deadline, y_val, check, switch_confidence, history,
+                                                   seed)
     predictor._post_fit(**post_fit, infer_limit=None, num_cpus=effective.get("num_cpus", "auto"),
                         num_gpus=effective.get("num_gpus", "auto"),
                         fit_strategy=effective.get("fit_strategy", "sequential"), raise_on_no_models_fitted=False)
     predictor.save()
     return AutoGluonSearch(predictor, method, budget, phase1_models, autogluon_best, trials, history, y_val,
-                           final_model, scores, confidence, phase1_seconds, time.monotonic() - start)
+                           final_model, scores, confidence, phase1_seconds, time.monotonic() - start, check)
 
 
 def _effective_fit_kwargs(presets, hyperparameters, fit_kwargs) -> Dict[str, Any]:
@@ -727,11 +748,18 @@ def _phase2(predictor, method, keys, n_models, seed, model_time_limit, n_initial
     space = autogluon_space(task, algorithms=[FAMILIES[k] for k in installed])
     allowed = None if set(keys) == set(installed) else [FAMILIES[k] for k in keys]
     y_val = validation_targets(predictor)
+    loss = optdiv_metric(predictor)
+    check = check_rows(y_val, task, seed)
+    scored = None if check is None else ~check  # the rows the search steers by
+    y_scored = y_val if scored is None else y_val[scored]
     history, stacked = _inventory(predictor, space, len(y_val))
     for i, obs in enumerate(stacked + history):
         obs.index = i
+    # what the optimizer sees: the same observations on the scored rows only
+    seen = [_on_rows(predictor, obs, scored, y_val) for obs in history]
+    seen_stacked = [_on_rows(predictor, obs, scored, y_val) for obs in stacked]
     n_local = min(50, n_candidates // 2)
-    optimizer = Optimizer(space, method, optdiv_metric(predictor), seed=seed, n_initial=n_initial,
+    optimizer = Optimizer(space, method, loss, seed=seed, n_initial=n_initial,
                           n_random=n_candidates - n_local, n_local=n_local, cost_aware=True)
     optimizer.time_left = lambda: deadline - reserve - time.monotonic()
     trials: List[Trial] = []
@@ -740,8 +768,8 @@ def _phase2(predictor, method, keys, n_models, seed, model_time_limit, n_initial
         if left < MIN_MODEL_SECONDS:
             break
         t0 = time.monotonic()
-        context = stacked + history if stacked and method in ("divbo", "optdivbo") else None
-        suggestion = optimizer.suggest(history, y_val, algorithm=allowed, context=context)
+        context = seen_stacked + seen if stacked and method in ("divbo", "optdivbo") else None
+        suggestion = optimizer.suggest(seen, y_scored, algorithm=allowed, context=context)
         family, params = to_hyperparameters(suggestion.config, task)
         trial = Trial(index, family, dict(params), suggestion.config, suggest_seconds=time.monotonic() - t0,
                       info=dict(suggestion.info))
@@ -780,10 +808,49 @@ def _phase2(predictor, method, keys, n_models, seed, model_time_limit, n_initial
                           algorithm=FAMILIES[family])
         obs.__dict__["model"] = trial.model
         history.append(obs)
+        seen.append(_on_rows(predictor, obs, scored, y_val))
         trials.append(trial)
         if callback is not None:
             callback(trial)
-    return y_val, stacked + history, trials
+    return y_val, check, stacked + history, trials
+
+
+def check_rows(y, task: str, seed: int, share: float = CHECK_SHARE) -> Optional[np.ndarray]:
+    """Boolean mask of the rows phase 2 never scores (``share`` of each class, or of all rows for regression),
+    drawn with ``seed``; None when either side would have fewer than :data:`MIN_CHECK_ROWS` rows."""
+    y = np.asarray(y)
+    n = len(y)
+    n_check = int(round(share * n))
+    if n_check < MIN_CHECK_ROWS or n - n_check < MIN_CHECK_ROWS:
+        return None
+    rng = np.random.default_rng([int(seed), 0xC4EC])
+    mask = np.zeros(n, dtype=bool)
+    groups = [np.flatnonzero(y == c) for c in np.unique(y)] if task == "classification" else [np.arange(n)]
+    for rows in groups:
+        mask[rng.permutation(rows)[:int(round(share * len(rows)))]] = True
+    return mask
+
+
+def _on_rows(predictor, obs: Observation, rows: Optional[np.ndarray], y: np.ndarray) -> Observation:
+    """``obs`` as the search sees it: its predictions on ``rows`` and its loss there (None: all rows, as is)."""
+    if rows is None or obs.val_pred is None:
+        return obs
+    pred = obs.val_pred[rows]
+    return replace(obs, val_pred=pred, val_loss=metric_loss(predictor, pred, y[rows]))
+
+
+def metric_loss(predictor, pred: np.ndarray, y: np.ndarray) -> float:
+    """The predictor's ``eval_metric`` as an error for predictions in the layout of :func:`validation_predictions`
+    on rows with the internal labels ``y``: what AutoGluon's validation score would be on those rows alone, so the
+    search steers by your metric (AUC, F1, ... included) on the rows it may see."""
+    from autogluon.core.metrics import compute_metric
+    from autogluon.core.utils import get_pred_from_proba
+
+    metric, problem = predictor.eval_metric, predictor.problem_type
+    proba = pred[:, 1] if problem == "binary" and pred.ndim == 2 else pred  # AutoGluon's binary layout
+    y_pred = get_pred_from_proba(proba, problem_type=problem) if metric.needs_pred or metric.needs_quantile else None
+    return float(compute_metric(y, metric, y_pred=y_pred, y_pred_proba=None if y_pred is not None else proba,
+                                as_error=True))
 
 
 def _is_trial_model(name: str, index: int) -> bool:
@@ -803,11 +870,11 @@ def _failure_reason(predictor, index: int) -> str:
     return "AutoGluon trained no model (skipped, e.g. not enough time left)"
 
 
-def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources, deadline, y_val, switch_confidence,
-                 history, seed):
+def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources, deadline, y_val, check,
+                 switch_confidence, history, seed):
     """AutoGluon's weighted ensemble refitted over every model (or, without weighted ensembles, the best single
-    model), kept as ``model_best`` only when its validation score beats AutoGluon's own best and the
-    cross-validated test (:func:`_cv_confidence`) is at least ``switch_confidence`` sure that ensembling over every
+    model), kept as ``model_best`` only when its validation score beats AutoGluon's own best and the test on the
+    ``check`` rows (:func:`_switch_confidence`) is at least ``switch_confidence`` sure that ensembling over every
     model generalises better than over phase 1's. Returns (chosen, scores, confidence)."""
     scores: Dict[str, float] = {}
     if not new_models:
@@ -835,8 +902,8 @@ def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources,
         if autogluon_best is None:
             chosen = candidate
         elif scores[candidate] > scores[autogluon_best]:
-            confidence = _cv_confidence(predictor, set(new_models), y_val, history, seed,
-                                        ensemble=fit_weighted) if switch_confidence > 0 else None
+            confidence = _switch_confidence(predictor, set(new_models), y_val, check, history, seed,
+                                            ensemble=fit_weighted) if switch_confidence > 0 else None
             if confidence is None or confidence >= switch_confidence:
                 chosen = candidate
     if chosen is not None:
@@ -844,13 +911,15 @@ def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources,
     return chosen, scores, confidence
 
 
-#: Folds of the cross-validation on the validation rows that decides whether the refitted ensemble is kept.
+#: Folds of the cross-validation that decides whether the refitted ensemble is kept when the rows were too few to
+#: keep check rows apart.
 SWITCH_FOLDS = 5
 
 
-def _cv_confidence(predictor, new_models, y_val, history, seed: int, ensemble: bool = True) -> float:
-    """:func:`switch_confidence_cv` for the predictor's models: phase 1's against all, on the rows of
-    :func:`validation_targets`, with the predictions the search stored (the others read from AutoGluon)."""
+def _switch_confidence(predictor, new_models, y_val, check, history, seed: int, ensemble: bool = True) -> float:
+    """How sure the rows of :func:`validation_targets` are that ensembling the predictor's models beats phase 1's:
+    :func:`switch_confidence_heldout` on the ``check`` rows, or :func:`switch_confidence_cv` over all rows when
+    there are none; with the predictions the search stored (the others read from AutoGluon)."""
     stored = {obs.__dict__.get("model"): obs.val_pred for obs in history if obs.val_pred is not None}
     models = list(predictor.model_names(stack_name="core"))
     stored.update(validation_predictions(predictor, [m for m in models if m not in stored]))
@@ -860,7 +929,10 @@ def _cv_confidence(predictor, new_models, y_val, history, seed: int, ensemble: b
     if not old or len(old) == len(models):
         return 0.5
     preds = np.stack([stored[m] for m in models])
-    return switch_confidence_cv(preds, old, y_val, optdiv_metric(predictor), seed=seed, ensemble=ensemble)
+    loss = optdiv_metric(predictor)
+    if check is None:
+        return switch_confidence_cv(preds, old, y_val, loss, seed=seed, ensemble=ensemble)
+    return switch_confidence_heldout(preds, old, y_val, check, loss, seed=seed, ensemble=ensemble)
 
 
 def switch_confidence_cv(preds, old: Sequence[int], y, loss: str, seed: int = 0, ensemble: bool = True,
@@ -871,32 +943,63 @@ def switch_confidence_cv(preds, old: Sequence[int], y, loss: str, seed: int = 0,
 
     On ``folds`` folds of the rows, Caruana's selection (``optdiv.core.ensemble``, the greedy method AutoGluon's
     weighted ensemble uses; ``size`` rounds) is fitted on the other folds, once over ``old`` and once over all, and
-    each row's ``loss`` is taken where it was held out. The confidence is a one-sided paired z-test on those
-    losses, Phi(mean(d) / (sd(d) / sqrt(n))). Unlike the two ensembles' validation scores, the held-out losses do
-    not reward the larger pool for fitting the rows it is scored on. ``ensemble=False`` compares the best single
-    model of each pool instead. ``loss`` is the metric vocabulary's for the eval_metric (the metric itself for
-    accuracy, log_loss, MSE, RMSE, R2 and MAE; 0/1 error, MSE or MAE standing in for metrics without a per-row
-    loss, such as AUC or F1)."""
-    from optdiv.core.ensemble import ensemble_predict, ensemble_selection
-
+    each row's ``loss`` is taken where it was held out; the confidence is :func:`paired_confidence` of those losses.
+    Unlike the two ensembles' validation scores, the held-out losses do not reward the larger pool for fitting the
+    rows it is scored on; they still reward models that a search picked by their scores on these very rows, which
+    :func:`switch_confidence_heldout` does not. ``ensemble=False`` compares the best single model of each pool
+    instead. ``loss`` is the metric vocabulary's for the eval_metric (the metric itself for accuracy, log_loss,
+    MSE, RMSE, R2 and MAE; 0/1 error, MSE or MAE standing in for metrics without a per-row loss, such as AUC or
+    F1)."""
     preds = np.asarray(preds, dtype=np.float64)
     y = np.asarray(y)
-    old = list(old)
     n = len(y)
     fold_of = np.random.default_rng([seed, 0x5717C4]).permutation(n) % max(2, min(folds, n))
     held_out = np.zeros((2, n))
     for fold in np.unique(fold_of):
-        fit_rows, test_rows = fold_of != fold, fold_of == fold
-        for j, pool in enumerate((old, list(range(preds.shape[0])))):
-            sub = preds[pool][:, fit_rows]
-            if ensemble:
-                weights = ensemble_selection(sub, y[fit_rows], loss, size=size, seed=seed).weights
-            else:
-                weights = np.zeros(len(pool))
-                weights[int(np.argmin(per_example_loss(sub, y[fit_rows], loss).mean(axis=1)))] = 1.0
-            held_out[j, test_rows] = per_example_loss(ensemble_predict(preds[pool][:, test_rows], weights),
-                                                      y[test_rows], loss)
-    d = held_out[0] - held_out[1]
+        test_rows = fold_of == fold
+        held_out[:, test_rows] = _held_out_losses(preds, list(old), y, ~test_rows, test_rows, loss, seed, ensemble,
+                                                  size)
+    return paired_confidence(held_out[0] - held_out[1])
+
+
+def switch_confidence_heldout(preds, old: Sequence[int], y, check, loss: str, seed: int = 0, ensemble: bool = True,
+                              size: int = 25) -> float:
+    """How sure the ``check`` rows (a boolean mask over the rows of ``y``) are that a weighted ensemble over every
+    model of ``preds`` predicts unseen rows better than one over the models ``old`` alone: both ensembles are
+    fitted (Caruana, ``size`` rounds) on the other rows, each check row's ``loss`` is taken under both, and the
+    confidence is :func:`paired_confidence` of the differences. When a search picked the other models by their
+    scores on the other rows, the check rows are the only ones on which the picking does not count as skill."""
+    preds = np.asarray(preds, dtype=np.float64)
+    y = np.asarray(y)
+    check = np.asarray(check, dtype=bool)
+    if check.shape != y.shape or check.all() or not check.any():
+        raise ValueError("check must be a boolean mask over the rows of y with rows on both sides")
+    held_out = _held_out_losses(preds, list(old), y, ~check, check, loss, seed, ensemble, size)
+    return paired_confidence(held_out[0] - held_out[1])
+
+
+def _held_out_losses(preds, old, y, fit_rows, test_rows, loss, seed, ensemble, size) -> np.ndarray:
+    """(2, test rows) losses of the ensembles (or best single models) over ``old`` and over every model, each
+    chosen on ``fit_rows`` and applied to ``test_rows``."""
+    from optdiv.core.ensemble import ensemble_predict, ensemble_selection
+
+    out = np.zeros((2, int(np.count_nonzero(test_rows))))
+    for j, pool in enumerate((old, list(range(preds.shape[0])))):
+        sub = preds[pool][:, fit_rows]
+        if ensemble:
+            weights = ensemble_selection(sub, y[fit_rows], loss, size=size, seed=seed).weights
+        else:
+            weights = np.zeros(len(pool))
+            weights[int(np.argmin(per_example_loss(sub, y[fit_rows], loss).mean(axis=1)))] = 1.0
+        out[j] = per_example_loss(ensemble_predict(preds[pool][:, test_rows], weights), y[test_rows], loss)
+    return out
+
+
+def paired_confidence(d) -> float:
+    """One-sided paired z-test that the mean of the differences ``d`` (old loss minus new, per row) is above 0:
+    Phi(mean(d) / (sd(d) / sqrt(n)))."""
+    d = np.asarray(d, dtype=np.float64)
+    n = len(d)
     mean = float(np.mean(d))
     sd = float(np.std(d, ddof=1)) if n > 1 else 0.0
     if not sd > 0:
@@ -1169,6 +1272,9 @@ __all__ = [
     "from_hyperparameters",
     "configspace_of",
     "switch_confidence_cv",
+    "switch_confidence_heldout",
+    "check_rows",
+    "metric_loss",
     "validation_predictions",
     "validation_targets",
     "register_searchers",

@@ -35,10 +35,19 @@ def _predictor(tmp_path, name="ag", **kwargs):
 
 
 @pytest.mark.timeout(600)
-def test_hook_starts_from_autogluons_own_fit_spends_the_budget_and_saves(tmp_path):
+def test_hook_starts_from_autogluons_own_fit_spends_the_budget_and_saves(tmp_path, monkeypatch):
     from autogluon.tabular import TabularPredictor
 
     from optdiv.integrations import autogluon as oag
+
+    steered_by = []  # the rows each suggestion was made from
+    suggest = oag.Optimizer.suggest
+
+    def recording_suggest(self, history, y_val=None, **kwargs):
+        steered_by.append((len(y_val), {obs.val_pred.shape[0] for obs in history if obs.val_pred is not None}))
+        return suggest(self, history, y_val, **kwargs)
+
+    monkeypatch.setattr(oag.Optimizer, "suggest", recording_suggest)
 
     train, val, test = _breast_cancer()
     user_args = dict(excluded_model_types=SLOW_DEFAULTS, num_cpus=1)  # the user's own AutoGluon arguments
@@ -84,10 +93,16 @@ def test_hook_starts_from_autogluons_own_fit_spends_the_budget_and_saves(tmp_pat
             assert obs.val_pred.shape == (len(val), 2)
             np.testing.assert_allclose(obs.val_pred, again[obs.__dict__["model"]], atol=1e-6)
             assert obs.val_loss == pytest.approx(np.mean(obs.val_pred.argmax(1) != search.y_val))
+            assert oag.metric_loss(predictor, obs.val_pred, search.y_val) == pytest.approx(obs.val_loss)
     assert any(t.info.get("strategy") == "optdivbo" and t.info.get("weight", 0) > 0 for t in search.trials)
 
+    # the search is steered by half the validation rows; the other half (the check rows) it never scores
+    n_check = int(search.check.sum())
+    assert search.check.shape == (len(val),) and abs(n_check - len(val) / 2) <= 2
+    assert steered_by and all(seen == (len(val) - n_check, {len(val) - n_check}) for seen in steered_by)
+
     # the final model is AutoGluon's best or the refitted ensemble, never worse on validation; the refitted one
-    # replaces AutoGluon's only when the cross-validation on the validation rows is sure enough
+    # replaces AutoGluon's only when the check rows are sure enough
     refit = "WeightedEnsemble_L2" + oag.ENSEMBLE_SUFFIX
     assert predictor.model_best == search.final_model in (search.autogluon_best, refit)
     assert set(search.scores) == {search.autogluon_best, refit}
@@ -111,7 +126,7 @@ def test_bagged_and_stacked_hook_measures_diversity_out_of_fold(tmp_path):
     from optdiv.integrations import autogluon as oag
 
     train, _, test = _breast_cancer()
-    predictor = _predictor(tmp_path, eval_metric="accuracy")
+    predictor = _predictor(tmp_path, eval_metric="roc_auc")
     search = oag.fit(predictor, train, time_limit=45, hyperparameters={"LR": {}, "KNN": {}}, num_bag_folds=2,
                      num_stack_levels=1, dynamic_stacking=False, families=["LR", "KNN", "XT"], n_models=6, seed=2,
                      num_cpus=1)
@@ -127,11 +142,18 @@ def test_bagged_and_stacked_hook_measures_diversity_out_of_fold(tmp_path):
     assert len(ok) >= 3, search.trials_frame()
     for t in ok:  # phase-2 models are bagged and join level 1
         assert t.model.endswith("_OD%d_BAG_L1" % t.index) and levels[t.model] == 1
+    from sklearn.metrics import roc_auc_score
+
+    check = search.check
+    assert check is not None and abs(int(check.sum()) - len(train) / 2) <= 2  # half the out-of-fold rows
     for obs in search.history:
         if obs.status == "ok":
             assert obs.val_pred.shape == (len(train), 2)
-            # AutoGluon's out-of-fold accuracy is the accuracy of the stored predictions on the stored labels
-            assert obs.val_loss == pytest.approx(np.mean(obs.val_pred.argmax(1) != search.y_val))
+            # AutoGluon's out-of-fold AUC is the AUC of the stored predictions on the stored labels, and the search
+            # reads the same metric on the rows it is steered by
+            assert obs.val_loss == pytest.approx(1 - roc_auc_score(search.y_val, obs.val_pred[:, 1]))
+            assert oag.metric_loss(predictor, obs.val_pred[~check], search.y_val[~check]) == pytest.approx(
+                1 - roc_auc_score(search.y_val[~check], obs.val_pred[~check, 1]))
 
     # the refitted ensemble may use every level; the result is never below AutoGluon's own on validation
     scores = predictor.leaderboard().set_index("model")["score_val"]
@@ -158,6 +180,7 @@ def test_regression_hook_uses_values_and_the_metric(tmp_path):
     for obs in search.history:  # AutoGluon's MAE score, turned into a loss, is the MAE of the stored predictions
         assert obs.val_pred.shape == (len(val),)
         assert obs.val_loss == pytest.approx(np.abs(obs.val_pred - search.y_val).mean(), rel=1e-4)
+        assert oag.metric_loss(predictor, obs.val_pred, search.y_val) == pytest.approx(obs.val_loss, rel=1e-4)
     refit = "WeightedEnsemble_L2" + oag.ENSEMBLE_SUFFIX  # switch_confidence=0: the validation score decides
     better = search.scores[refit] > search.scores["WeightedEnsemble_L2"]
     assert search.final_model == (refit if better else "WeightedEnsemble_L2") == predictor.model_best
@@ -242,6 +265,57 @@ def test_the_switch_is_cross_validated():
     values = np.stack([target + rng.normal(size=300), target + rng.normal(size=300)])
     assert oag.switch_confidence_cv(values, [0], target, "mse") > 0.99
     assert oag.switch_confidence_cv(values, [0], target, "mse", ensemble=False) < 0.99  # one model, not both
+
+
+def test_check_rows_do_not_count_a_searchs_picks_as_skill():
+    """A search that keeps the 20 of 1,000 random variants of phase 1's model scoring best on the rows it is steered
+    by, on a near-chance target of quake's size: no variant is better, yet cross-validating over the rows the
+    picking saw is sometimes sure the larger pool is; the check rows, which the picking never saw, never are."""
+    from optdiv.core.metrics import per_example_loss
+    from optdiv.integrations import autogluon as oag
+
+    def picked_pools(seed):
+        rng = np.random.default_rng(seed)
+        y = rng.integers(0, 2, 440)
+        right = rng.random(len(y)) < 0.58
+        p1 = np.where(right == (y == 1), 0.58, 0.42)
+        variants = np.clip(p1 + rng.uniform(-0.1, 0.1, (1000, len(y))), 0.01, 0.99)
+        variants = np.stack([1 - variants, variants], axis=-1)
+
+        def pool(rows):  # phase 1's model, then the 20 variants with the lowest log loss on ``rows``
+            losses = per_example_loss(variants[:, rows], y[rows], "log_loss").mean(axis=1)
+            return np.concatenate([np.stack([1 - p1, p1], axis=1)[None], variants[np.argsort(losses)[:20]]])
+
+        check = oag.check_rows(y, "classification", seed=seed)
+        return y, check, pool(np.ones(len(y), dtype=bool)), pool(~check)
+
+    old_rule, new_rule = [], []
+    for seed in range(12):
+        y, check, picked_on_all, picked_on_scored = picked_pools(seed)
+        old_rule.append(oag.switch_confidence_cv(picked_on_all, [0], y, "log_loss"))
+        new_rule.append(oag.switch_confidence_heldout(picked_on_scored, [0], y, check, "log_loss"))
+    assert sum(c >= oag.SWITCH_CONFIDENCE for c in old_rule) >= 2, old_rule
+    assert max(new_rule) < oag.SWITCH_CONFIDENCE and np.mean(new_rule) < np.mean(old_rule) - 0.2, new_rule
+
+    # the check rows: half of each class, drawn by the seed; too few rows are not split (cross-validation then)
+    assert check.sum() == pytest.approx(len(y) / 2, abs=2)
+    for c in (0, 1):
+        assert check[y == c].sum() == pytest.approx((y == c).sum() / 2, abs=1)
+    assert not np.array_equal(check, oag.check_rows(y, "classification", seed=99))
+    assert oag.check_rows(y[:50], "classification", seed=0) is None
+
+    # a pool that is really better is still recognised on half the rows
+    rng = np.random.default_rng(7)
+
+    def model(accuracy):
+        right = rng.random(len(y)) < accuracy
+        p = np.where(right == (y == 1), accuracy, 1 - accuracy)
+        return np.stack([1 - p, p], axis=1)
+
+    better = np.stack([model(0.58)] + [model(0.62) for _ in range(6)])
+    assert oag.switch_confidence_heldout(better, [0], y, check, "error") > 0.99
+    with pytest.raises(ValueError, match="check"):
+        oag.switch_confidence_heldout(better, [0], y, np.ones(len(y), dtype=bool), "error")
 
 
 def test_eval_metrics_follow_the_metric_vocabulary():
