@@ -101,9 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "Agnostic Bayes's rho is tuned) instead of the holdout validation split (none); "
                           "--time-limit then applies to each fold. auto (default): 5 folds on at most 4,000 "
                           "train+validation rows, else the holdout split")
-    run.add_argument("--portfolio", metavar="builtin|none|FILE",
+    run.add_argument("--portfolio", metavar="builtin|defaults|none|FILE",
                      help="warm start: evaluate these configurations first instead of random ones (builtin: the "
-                          "portfolio shipped for the space and task; BO-family methods only)")
+                          "portfolio shipped for the space and task; defaults: each strong algorithm at its "
+                          "library's defaults; BO-family methods only)")
     run.add_argument("--cost-aware", action="store_true",
                      help="under --time-budget, prefer at equal promise configurations predicted to fit the time "
                           "left (BO-family methods)")

@@ -366,6 +366,18 @@ def default_configuration(space: ConfigurationSpace) -> Configuration:
     return space.get_default_configuration()
 
 
+def with_defaults(space: ConfigurationSpace, values: Mapping[str, Any]) -> Configuration:
+    """The configuration holding ``values``, every other active hyperparameter at its default and the inactive ones
+    left out (e.g. a choice switched to another algorithm brings that algorithm's defaults)."""
+    from ConfigSpace.util import deactivate_inactive_hyperparameters
+
+    full = {hp.name: hp.default_value for hp in hyperparameters(space)}
+    full.update({name: _coerce(get_hyperparameter(space, name), value) for name, value in values.items()})
+    config = deactivate_inactive_hyperparameters(full, space)
+    check_configuration(space, config)
+    return config
+
+
 def space_of(config: Configuration) -> ConfigurationSpace:
     """The space a ``Configuration`` belongs to (``configuration_space`` in 0.x, ``config_space`` in 1.x)."""
     if hasattr(config, "config_space"):

@@ -26,9 +26,37 @@ import numpy as np
 
 PORTFOLIO_DIR = Path(__file__).parent / "portfolios"
 
-#: ``portfolio=`` values that mean "the shipped portfolio of this space and task" / "no portfolio".
+#: ``portfolio=`` values that mean "the shipped portfolio of this space and task" / "no portfolio" / "each strong
+#: algorithm at its library's defaults".
 BUILTIN = ("builtin", "default", "auto")
 NONE = ("none", "off", "random")
+DEFAULTS = ("defaults", "library-defaults")
+
+#: ``portfolio="defaults"``: per built-in space and task, the algorithms to try first and the hyperparameters set to
+#: their library's own defaults where the space's ranges hold them (LightGBM's 31 leaves and 100 rounds,
+#: scikit-learn's 5 neighbours); every other hyperparameter takes the space's default (no feature preprocessing,
+#: standardised inputs). Fast, strong learners first. Written down from the libraries' documentation without
+#: looking at any dataset (the idea of AutoGluon's fixed default portfolio), so it may be compared on every dataset.
+LIBRARY_DEFAULTS = {
+    ("autosklearn", "classification"): (
+        ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20}),
+        ("extra_trees", {}),
+        ("random_forest", {}),
+        ("gradient_boosting", {}),
+        ("k_nearest_neighbors", {"n_neighbors": 5}),
+        ("logistic_regression", {}),
+        ("libsvm_svc", {}),
+    ),
+    ("autosklearn", "regression"): (
+        ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20}),
+        ("extra_trees", {}),
+        ("random_forest", {}),
+        ("gradient_boosting", {}),
+        ("k_nearest_neighbors", {"n_neighbors": 5}),
+        ("ridge", {}),
+        ("libsvm_svr", {}),
+    ),
+}
 
 
 def portfolio_path(space_name: str, task: str) -> Path:
@@ -44,6 +72,8 @@ def resolve_portfolio(portfolio, space_name: str, task: str) -> Optional[List[Di
         text = str(portfolio)
         if text.lower() in NONE:
             return None
+        if text.lower() in DEFAULTS:
+            return library_defaults(space_name, task)
         if text.lower() in BUILTIN:
             path = portfolio_path(space_name, task)
             if not path.exists():
@@ -57,6 +87,25 @@ def resolve_portfolio(portfolio, space_name: str, task: str) -> Optional[List[Di
     configs = [dict(c) for c in portfolio]
     if not configs:
         raise ValueError("an empty portfolio: pass None for a random start")
+    return configs
+
+
+def library_defaults(space_name: str, task: str) -> List[Dict]:
+    """The configurations of ``portfolio="defaults"`` for a built-in space (:data:`LIBRARY_DEFAULTS`), checked."""
+    from optdiv.cash import cs_compat
+    from optdiv.cash.spaces import get_space
+
+    entries = LIBRARY_DEFAULTS.get((space_name, task))
+    if entries is None:
+        spaces = sorted({name for name, t in LIBRARY_DEFAULTS if t == task})
+        raise ValueError(f"no library-defaults portfolio for the {space_name!r} space ({task}); it exists for "
+                         f"{', '.join(spaces)}: pass a portfolio file or None")
+    space = get_space(space_name, task)
+    choice = space.algorithm_key
+    configs = []
+    for algorithm, values in entries:
+        settings = {choice: algorithm, **{f"{choice.split(':')[0]}:{algorithm}:{k}": v for k, v in values.items()}}
+        configs.append(cs_compat.config_to_dict(cs_compat.with_defaults(space.configspace, settings)))
     return configs
 
 

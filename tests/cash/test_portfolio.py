@@ -81,6 +81,30 @@ def test_shipped_portfolios_are_valid_configurations_of_their_space(task):
         assert space.validate(config) == config
 
 
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_library_defaults_portfolio_is_each_strong_algorithm_at_its_librarys_defaults(task):
+    from optdiv.cash.portfolio import LIBRARY_DEFAULTS
+    from optdiv.cash.spaces import get_space
+
+    space = get_space("autosklearn", task)
+    configs = resolve_portfolio("defaults", "autosklearn", task)
+    role = "classifier" if task == "classification" else "regressor"
+    expected = [algorithm for algorithm, _ in LIBRARY_DEFAULTS["autosklearn", task]]
+    assert [c[f"{role}:__choice__"] for c in configs] == expected
+    assert expected[:4] == ["lightgbm", "extra_trees", "random_forest", "gradient_boosting"]
+    for config in configs:
+        assert space.validate(config) == config  # legal, and no inactive hyperparameter left in
+        assert config["feature_preprocessor:__choice__"] == "no_preprocessing"
+    lightgbm, knn = configs[0], configs[expected.index("k_nearest_neighbors")]
+    assert (lightgbm[f"{role}:lightgbm:num_leaves"], lightgbm[f"{role}:lightgbm:n_estimators"]) == (31, 100)
+    assert knn[f"{role}:k_nearest_neighbors:n_neighbors"] == 5
+    forest = configs[expected.index("random_forest")]  # untouched hyperparameters keep the space's defaults
+    default = space.default()
+    assert default[f"{role}:__choice__"] == "random_forest" and forest == default
+    with pytest.raises(ValueError, match="no library-defaults portfolio"):
+        resolve_portfolio("defaults", "tiny", task)
+
+
 def test_optimizer_suggests_the_portfolio_first_in_order_skipping_invalid_entries():
     space = tiny_space("classification")
     bad = {"algorithm": "tree", "depth": 99, "leaf": 3, "task": "classification"}  # depth out of range
