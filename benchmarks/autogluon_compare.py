@@ -121,15 +121,35 @@ def _load_runs(path: Path) -> List[Dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def column_of(run: Dict) -> str:
+    """The table column of a run: its method, or for an optdiv run of an earlier design of the hook, the method and
+    that design (so the measurements before and after a change of the hook stand side by side)."""
+    if run["method"] == "autogluon" or run.get("hook") == HOOK:
+        return run["method"]
+    return "%s (hook %s)" % (run["method"], run.get("hook", "single-phase"))
+
+
 def summary_table(runs: List[Dict], methods, datasets) -> str:
-    """Markdown: mean +- std test error per dataset and method, the papers' numbers beside."""
-    head = ["dataset"] + ["%s (this run)" % m for m in methods] + list(PAPER)
+    """Markdown: mean +- std test error per dataset and method (earlier hooks' runs in columns of their own), the
+    (dataset, seed) pairs where each optdiv method is lower / level / higher than AutoGluon's defaults, and the
+    papers' numbers beside."""
+    present = {column_of(r) for r in runs}
+    columns = [m for m in methods] + sorted(present - set(methods))
+    compared = [c for c in columns if c != "autogluon" and c in present] if "autogluon" in present else []
+    head = (["dataset"] + ["%s (this run)" % c for c in columns] + ["%s vs AutoGluon (pairs)" % c for c in compared]
+            + list(PAPER))
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    error = {(r["dataset"], column_of(r), r["seed"]): r["test_error"] for r in runs}
     for name in datasets:
         row = [name]
-        for m in methods:
-            errs = [r["test_error"] for r in runs if r["dataset"] == name and r["method"] == m]
+        for c in columns:
+            errs = [v for (d, col, _), v in error.items() if d == name and col == c]
             row.append("%.2f ± %.2f (n=%d)" % (np.mean(errs), np.std(errs), len(errs)) if errs else "-")
+        for c in compared:
+            pairs = [(v, error[name, "autogluon", seed]) for (d, col, seed), v in error.items()
+                     if d == name and col == c and (name, "autogluon", seed) in error]
+            row.append("%d / %d / %d" % (sum(a < b for a, b in pairs), sum(a == b for a, b in pairs),
+                                         sum(a > b for a, b in pairs)) if pairs else "-")
         row += ["%.2f" % PAPER[col][name] if name in PAPER[col] else "-" for col in PAPER]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
@@ -165,8 +185,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "runs.jsonl"
     runs = _load_runs(log)
-    runs = [r for r in runs if r["method"] == "autogluon" or r.get("hook") == HOOK]  # earlier hook: run again
-    done = {(r["dataset"], r["method"], r["seed"], r["budget_s"], r.get("num_cpus", "auto")) for r in runs}
+    current = [r for r in runs if r["method"] == "autogluon" or r.get("hook") == HOOK]  # earlier hook: run again
+    done = {(r["dataset"], r["method"], r["seed"], r["budget_s"], r.get("num_cpus", "auto")) for r in current}
     datasets = []
     for spec in args.data:
         try:
@@ -196,8 +216,9 @@ def main(argv=None) -> int:
     names = [d.name for d in datasets]
     runs = [r for r in runs if r["budget_s"] == args.time_budget and r.get("num_cpus", "auto") == num_cpus]
     table = summary_table(runs, args.methods, names)
-    note = ("Test error (%%) on the 20%% test split, %.0f s per run, seeds %s; paper columns: OptDivBO "
-            "(KDD 2024) Table 6 and DivBO (NeurIPS 2022) Table 12.\n\n" % (args.time_budget, args.seeds))
+    note = ("Test error (%%) on the 20%% test split, %.0f s per run, seeds %s; pairs: (dataset, seed) pairs lower / "
+            "level / higher than AutoGluon's defaults; paper columns: OptDivBO (KDD 2024) Table 6 and DivBO "
+            "(NeurIPS 2022) Table 12.\n\n" % (args.time_budget, args.seeds))
     (out / "summary.md").write_text(note + table + "\n")
     print()
     print(table)
