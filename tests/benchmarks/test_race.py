@@ -118,6 +118,10 @@ def test_report_counts_better_peer_and_wilcoxon(race, tmp_path):
     same = summary["variants"]["optdiv:method=bo-es"]
     assert (same["datasets"], same["at_or_below"], same["worse_beyond_std"]) == (1, 1, 0)
     assert same["paired"]["autosklearn"]["same"] == 3 and same["paired"]["autosklearn"]["wilcoxon_p"] == 1.0
+    # a variant is also paired with the defaults it would replace (cls: 10, 11, 12 against 9, 11, 10)
+    lever = same["paired"]["optdiv"]
+    assert (lever["pairs"], lever["better"], lever["same"], lever["worse"]) == (3, 0, 1, 2)
+    assert "optdiv" not in v["paired"]
 
     assert summary["overrun"]["autogluon"]["max_over"] == pytest.approx(12.0)
     assert summary["overrun"]["autogluon"]["beyond_tolerance"] == 1
@@ -132,6 +136,7 @@ def test_report_counts_better_peer_and_wilcoxon(race, tmp_path):
     assert "| dataset | task | autosklearn | autogluon | optdiv | optdiv:method=bo-es | better peer |" in table
     assert "| cls | cls | 11.00 ± 1.00 | 13.50 ± 1.29 | **10.00 ± 1.00** | 11.00 ± 1.00 | autosklearn |" in table
     assert "| optdiv | better peer | 6 | 2 | 1 | 3 |" in table
+    assert "| optdiv:method=bo-es | optdiv | 3 | 0 | 1 | 2 |" in table
 
 
 def test_systems_syntax(race):
