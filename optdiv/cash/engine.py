@@ -70,6 +70,10 @@ class SearchResult:
 #: Members whose refit time is reserved when the final model must refit them (cross-validation, pipelines not
 #: saved, refit on train+validation): about as many distinct members as ensemble selection keeps.
 REFIT_MEMBERS = 10
+#: A member's refit is predicted from its evaluation's fit time scaled by the rows, times this: some models cost
+#: more than linearly in the rows (kernel machines, neighbour searches), the machine may be busier than when the
+#: member was evaluated, and a refit that overruns the time budget cannot be taken back.
+REFIT_SAFETY = 1.5
 
 
 def search(
@@ -332,7 +336,8 @@ def _finish_reserve(history: Sequence, pipelines: Optional[SavedPipelines], dige
 
     The likely members are the :data:`REFIT_MEMBERS` best successful runs; a k-fold evaluation's
     ``fit_seconds`` covers k fits on (k-1)/k of the rows, one refit on all rows about 1/(k-1) of it; a refit on
-    train+validation fits a third more rows than the 60 % training part.
+    train+validation fits a third more rows than the 60 % training part; refits are predicted with
+    :data:`REFIT_SAFETY`, as :func:`fit_model` predicts them.
     """
     ok = sorted((obs for obs in history if obs.status == "ok"), key=lambda obs: (obs.val_loss, obs.index))
     reserve = FINISH_SECONDS
@@ -345,7 +350,7 @@ def _finish_reserve(history: Sequence, pipelines: Optional[SavedPipelines], dige
             seconds /= max(n_folds - 1, 1)
         elif refit:
             seconds *= 4 / 3
-        reserve += seconds
+        reserve += REFIT_SAFETY * seconds
     return reserve
 
 
@@ -402,13 +407,19 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     (default: the search's) only the members whose refit on train+validation is predicted to fit in the time left
     are refitted, heaviest weight first; the others stay fitted on train, and ``result.info["final_model"]``
     says how many.
-    Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing.
+    Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing; every
+    member must be refitted there, so under a deadline the lightest members whose refits are predicted not to fit
+    are left out (the heaviest always stays) and the others' weights rescaled to the same total:
+    ``result.member_indices`` and ``result.weights`` then describe the model as built, and the final-model report
+    says what was left out.
     """
     began = time.perf_counter()
     deadline = result.deadline if deadline is None else deadline
     X, y = splits.X_train, splits.y_train
     cross_validated = getattr(splits, "folds", None) is not None
     report = {"rows": "train+validation" if cross_validated else "train"}
+    if cross_validated and deadline is not None and result.stacker is None:
+        _drop_members_that_do_not_fit(result, splits, deadline.left() - FINISH_SECONDS, report)
     on_all = set()  # positions in member_indices refitted on train+validation
     if refit and not cross_validated:
         import pandas as pd
@@ -454,19 +465,41 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
 
 
 def _members_to_refit(result: SearchResult, rows_ratio: float, left: Optional[float]) -> set:
-    """Positions of the members to refit on train+validation: all without a deadline; under one, the heaviest
-    weights first, each while its predicted refit (its evaluation's fit time scaled by the rows) still fits,
-    so the time left buys the refits that matter most instead of none."""
+    """Positions of the members to refit: all without a deadline; under one, the heaviest weights first, each
+    while its predicted refit (its evaluation's fit time scaled by the rows, times :data:`REFIT_SAFETY`) still
+    fits, so the time left buys the refits that matter most instead of none."""
     positions = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
     if left is None:
         return set(positions)
     chosen, spent = set(), 0.0
     for position in positions:
-        cost = rows_ratio * result.history[result.member_indices[position]].fit_seconds
+        cost = REFIT_SAFETY * rows_ratio * result.history[result.member_indices[position]].fit_seconds
         if spent + cost <= left:
             chosen.add(position)
             spent += cost
     return chosen
+
+
+def _drop_members_that_do_not_fit(result: SearchResult, splits: Splits, left: float, report: Dict) -> None:
+    """Cross-validation: keep the members whose refits on all rows are predicted to fit in ``left`` seconds
+    (:func:`_members_to_refit`; a k-fold evaluation's fit time covers k fits on (k-1)/k of the rows), and at
+    least the heaviest; rescale the kept weights to the same total and say in ``report`` what was left out."""
+    n_folds = int(np.max(splits.folds)) + 1
+    keep = _members_to_refit(result, 1.0 / max(n_folds - 1, 1), left)
+    n_members = len(result.member_indices)
+    if len(keep) == n_members:
+        return
+    weights = np.asarray(result.weights, dtype=np.float64)
+    if not keep:
+        keep = {min(range(n_members), key=lambda p: (-weights[p], p))}
+    kept = sorted(keep)
+    total, kept_total = float(weights.sum()), float(weights[kept].sum())
+    report["members_dropped"] = n_members - len(kept)
+    report["weight_dropped"] = (total - kept_total) / total if total > 0 else 0.0
+    report["drop_reason"] = (f"refitting {n_members - len(kept)} of {n_members} members on all rows was predicted "
+                             f"not to fit in the time budget: they were left out and the other weights rescaled")
+    result.member_indices = [result.member_indices[p] for p in kept]
+    result.weights = weights[kept] * (total / kept_total if kept_total > 0 else 1.0)
 
 
 def _model_prediction(model: EnsembleModel, X, task: str) -> np.ndarray:

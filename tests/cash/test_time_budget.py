@@ -211,7 +211,7 @@ def test_run_stores_the_seconds_an_automatic_time_limit_stands_for(tmp_path):
 
 
 def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_the_rest_on_train(cls_splits):
-    from optdiv.cash.engine import _members_to_refit
+    from optdiv.cash.engine import REFIT_SAFETY, _members_to_refit
 
     result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
                     budget=12, seed=2)
@@ -219,15 +219,54 @@ def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_t
     for position, i in enumerate(result.member_indices):  # pretend each refit takes 1 s (0.75 s on train rows)
         result.history[i].fit_seconds = 0.75
     heaviest = max(range(len(result.member_indices)), key=lambda p: (result.weights[p], -p))
-    assert _members_to_refit(result, 4 / 3, left=1.5) == {heaviest}  # one refit of 1 s fits in 1.5 s
+    one = REFIT_SAFETY * 1.0  # what a refit of 1 s is predicted to take
+    assert _members_to_refit(result, 4 / 3, left=1.5 * one) == {heaviest}  # one refit fits, two do not
     assert _members_to_refit(result, 4 / 3, left=None) == set(range(len(result.member_indices)))
-    assert _members_to_refit(result, 4 / 3, left=0.5) == set()
+    assert _members_to_refit(result, 4 / 3, left=0.9 * one) == set()
     # end to end: enough time for exactly one refit
     args = (result, result.space, cls_splits, "classification", [0, 1], None, 2)
     tiny_space.FITS["count"] = 0
-    model = fit_model(*args, refit=True, deadline=Deadline(time.perf_counter() + FINISH_SECONDS + 1.5))
+    model = fit_model(*args, refit=True, deadline=Deadline(time.perf_counter() + FINISH_SECONDS + 1.5 * one))
     final = result.info["final_model"]
     assert tiny_space.FITS["count"] == 1 and final["refitted"] == 1
     assert final["loaded"] == len(model.members) - 1
     assert final["rows"].startswith("train+validation for 1 of") and "refit_skipped" in final
     assert [m["rows"] for m in model.info if m["source"] == "refitted"] == ["train+validation"]
+
+
+def test_under_cross_validation_members_whose_refit_does_not_fit_are_left_out(cls_splits):
+    from optdiv.cash.data import cross_validation_view
+    from optdiv.cash.engine import REFIT_SAFETY
+
+    cv_splits = cross_validation_view(cls_splits, 3, 0, "classification")
+    result = search(cv_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=12, seed=2)
+    n_members = len(result.member_indices)
+    assert n_members >= 3
+    for i in result.member_indices:  # pretend each refit on all rows takes 1 s (3 folds: 2 s per evaluation)
+        result.history[i].fit_seconds = 2.0
+    weights = np.asarray(result.weights, dtype=float)
+    order = sorted(range(n_members), key=lambda p: (-weights[p], p))
+    heaviest_two = [result.member_indices[p] for p in sorted(order[:2])]
+    args = (result, result.space, cv_splits, "classification", [0, 1], None, 2)
+
+    tiny_space.FITS["count"] = 0
+    model = fit_model(*args, deadline=Deadline(time.perf_counter() + FINISH_SECONDS + 2.5 * REFIT_SAFETY))
+    final = result.info["final_model"]
+    assert tiny_space.FITS["count"] == 2 == len(model.members)  # two predicted refits fit, a third does not
+    assert result.member_indices == heaviest_two and final["members_dropped"] == n_members - 2
+    assert result.weights.sum() == pytest.approx(weights.sum())  # rescaled to the same total
+    dropped = 1 - weights[order[:2]].sum() / weights.sum()
+    assert final["weight_dropped"] == pytest.approx(dropped) and "left out" in final["drop_reason"]
+    assert [m["index"] for m in model.info] == heaviest_two and final["rows"] == "train+validation"
+
+    late = search(cv_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                  budget=12, seed=2)
+    heaviest = late.member_indices[order[0]]
+    fit_model(late, late.space, cv_splits, "classification", [0, 1], None, 2, deadline=Deadline(time.perf_counter()))
+    assert late.member_indices == [heaviest]  # past the deadline the heaviest member still makes a model
+
+    whole = search(cv_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                   budget=12, seed=2)
+    fit_model(whole, whole.space, cv_splits, "classification", [0, 1], None, 2)  # no deadline: every member
+    assert len(whole.member_indices) == n_members and "members_dropped" not in whole.info["final_model"]
