@@ -912,8 +912,15 @@ def render(summary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(out: Path) -> str:
-    text = render(summarize(load_records(out / "results.jsonl")))
+def write_report(out: Path, systems=None) -> str:
+    """Render OUT/results.jsonl (only ``systems``, exact names, when given) and write OUT/table.md."""
+    records = load_records(out / "results.jsonl")
+    if systems:
+        missing = sorted(set(systems) - {r["system"] for r in records})
+        if missing:
+            raise SystemExit(f"no records of {', '.join(missing)} in {out / 'results.jsonl'}")
+        records = [r for r in records if r["system"] in systems]
+    text = render(summarize(records))
     (out / "table.md").write_text(text)
     return text
 
@@ -922,7 +929,8 @@ def cmd_report(args) -> int:
     out = Path(args.out)
     if not (out / "results.jsonl").exists():
         raise SystemExit(f"no {out / 'results.jsonl'}")
-    print(write_report(out))
+    systems = [name.strip() for name in _split_top(args.systems, ",")] if args.systems else None
+    print(write_report(out, systems))
     return 0
 
 
@@ -946,6 +954,8 @@ def main(argv=None) -> int:
     run.add_argument("--python-optdiv", help="default: this interpreter")
     report = sub.add_parser("report", help="print the table of OUT/results.jsonl and write OUT/table.md")
     report.add_argument("--out", default="runs/race")
+    report.add_argument("--systems", help="only these systems (exact names as recorded, comma-separated; "
+                                          "default: every system in the records)")
     worker = sub.add_parser("worker", help="(internal) one fit: race.py worker JOB.json RESULT.json")
     worker.add_argument("job")
     worker.add_argument("result")

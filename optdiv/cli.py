@@ -95,16 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ensemble-bags", type=_bags, default="auto", metavar="N",
                      help="average N ensemble selections on bootstrap samples of the validation rows: auto (20 "
                           "for regression, 0 for classification) or a number (0: one selection)")
-    run.add_argument("--refit", action="store_true", help="refit the members on train+validation")
+    run.add_argument("--refit", action=argparse.BooleanOptionalAction, default=True,
+                     help="refit the members on train+validation, heaviest first as far as the time budget allows "
+                          "(default; --no-refit keeps them fitted on the training rows)")
     run.add_argument("--cv", type=_folds, default="auto", metavar="K|auto|none",
                      help="evaluate by K-fold cross-validation over train+validation (out-of-fold predictions; "
                           "Agnostic Bayes's rho is tuned) instead of the holdout validation split (none); "
                           "--time-limit then applies to each fold. auto (default): 5 folds on at most 4,000 "
                           "train+validation rows, else the holdout split")
-    run.add_argument("--portfolio", metavar="builtin|defaults|none|FILE",
-                     help="warm start: evaluate these configurations first instead of random ones (builtin: the "
-                          "portfolio shipped for the space and task; defaults: each strong algorithm at its "
-                          "library's defaults; BO-family methods only)")
+    run.add_argument("--portfolio", metavar="auto|defaults|builtin|none|FILE", default="auto",
+                     help="warm start: evaluate these configurations first instead of random ones (defaults: each "
+                          "strong algorithm at its library's defaults; builtin: the portfolio shipped for the space "
+                          "and task; none: a random start; BO-family methods only). auto (default): defaults for "
+                          "the BO-family methods on a built-in space, else none")
     run.add_argument("--cost-aware", action="store_true",
                      help="under --time-budget, prefer at equal promise configurations predicted to fit the time "
                           "left (BO-family methods)")

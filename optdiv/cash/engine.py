@@ -34,7 +34,7 @@ from optdiv.cash.final_ensemble import (
 from optdiv.cash.loop import LoopResult, search_loop
 from optdiv.cash.methods import MODEL_BASED, STRATEGIES, MethodSpec, get_method, make_strategy
 from optdiv.cash.pipelines import SavedPipelines, rows_digest
-from optdiv.cash.portfolio import resolve_portfolio
+from optdiv.cash.portfolio import is_auto_portfolio, resolve_portfolio
 from optdiv.cash.run_config import RunConfig
 from optdiv.cash.runners import Runner, make_runner
 from optdiv.cash.spaces import SearchSpace, get_space
@@ -242,6 +242,8 @@ def _prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store, 
                                              **(optimizer_options.get("selector_options") or {}),
                                              **({} if pool == "caruana" else {"pool_builder": pool})}
     kind = STRATEGIES[spec.strategy]
+    if is_auto_portfolio(portfolio) and (not kind.model_based or candidates is not None):
+        portfolio = None  # "auto" warm-starts what can be warm-started; a replay's library holds no defaults
     initial = resolve_portfolio(portfolio, space.name, task)
     if initial is not None:
         if not kind.model_based:
@@ -439,22 +441,31 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                                        f"fitted on train")
     saved = result.pipelines
     digest = None if saved is None else rows_digest(X, y)
-    members, info = [], []
+    members, info, failed = [], [], []
     for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
         obs = result.history[i]
         pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)
-        source = "saved"
-        if pipe is None:
+        source, on_all_rows = "saved", position in on_all or cross_validated
+        if pipe is None and position in on_all:
+            pipe, error = _fitted(space, obs.config, X_all, y_all, seed, task)
+            if pipe is None:  # e.g. a preprocessor that overflows on the added rows: the member fitted on train
+                # stays, as when its refit does not fit in time
+                report.setdefault("refit_failed", []).append({"index": i, "error": error})
+                on_all_rows = False
+                pipe = None if digest is None else saved.load(digest, obs.index)
+            else:
+                source = "refitted"
+        if pipe is None:  # not saved (cross-validation, an older run), or its refit on all rows failed
+            pipe, error = _fitted(space, obs.config, X, y, seed, task)
             source = "refitted"
-            rows, target = (X_all, y_all) if position in on_all else (X, y)
-            pipe = build_pipeline(space.build, obs.config, rows, seed, task)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the same chatter the evaluator already silenced for this model
-                pipe.fit(rows, target)
+            if pipe is None:
+                failed.append((position, i, error))
+                continue
         members.append(pipe)
         info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss,
-                     "source": source, "rows": "train+validation" if position in on_all or cross_validated
-                     else "train"})
+                     "source": source, "rows": "train+validation" if on_all_rows else "train"})
+    if failed:
+        _leave_out_failed_members(result, failed, report)
     report["loaded"] = sum(member["source"] == "saved" for member in info)
     report["refitted"] = len(info) - report["loaded"]
     report["seconds"] = time.perf_counter() - began
@@ -462,6 +473,32 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     columns = list(columns) if columns is not None else list(X.columns)
     return EnsembleModel(members, result.weights, task, classes, columns, info, stacker=result.stacker,
                          vote=result.vote)
+
+
+def _fitted(space, config, X, y, seed, task):
+    """(the pipeline of ``config`` fitted on X, y, None) or (None, the error) when the fit raises."""
+    pipe = build_pipeline(space.build, config, X, seed, task)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the same chatter the evaluator already silenced for this model
+            pipe.fit(X, y)
+    except Exception as exc:  # noqa: BLE001 - one member's failure must not lose the whole search
+        return None, f"{type(exc).__name__}: {exc}"
+    return pipe, None
+
+
+def _leave_out_failed_members(result: SearchResult, failed: List, report: Dict) -> None:
+    """Members whose final fit raised (their evaluation succeeded on other rows) are left out and the other
+    weights rescaled to the same total; with none left, or with a stacker that needs every member, it raises."""
+    if result.stacker is not None or len(failed) == len(result.member_indices):
+        raise RuntimeError(f"the final model could not be fitted: member {failed[0][1]} failed with {failed[0][2]}")
+    gone = {position for position, _, _ in failed}
+    weights = np.asarray(result.weights, dtype=np.float64)
+    kept = [p for p in range(len(result.member_indices)) if p not in gone]
+    total, kept_total = float(weights.sum()), float(weights[kept].sum())
+    report["members_failed"] = [{"index": i, "error": error} for _, i, error in failed]
+    result.member_indices = [result.member_indices[p] for p in kept]
+    result.weights = weights[kept] * (total / kept_total if kept_total > 0 else 1.0)
 
 
 def _members_to_refit(result: SearchResult, rows_ratio: float, left: Optional[float]) -> set:

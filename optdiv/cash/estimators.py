@@ -1,16 +1,17 @@
 """scikit-learn estimators that run an optdiv search inside ``fit``.
 
 ``OptDivClassifier().fit(X, y)`` splits off a stratified validation set (or takes ``X_val``/``y_val``),
-searches the chosen space with DivBO/OptDivBO, and keeps the final ensemble refit on the training part
-(or on train+validation with ``refit=True``). Parameters are plain constructor arguments, so
-``get_params``, ``clone``, grid search and pickling work as for any scikit-learn estimator.
+searches the chosen space with DivBO/OptDivBO, and keeps the final ensemble refitted on train+validation
+(``refit=True``, the default; ``refit=False`` keeps the members fitted on the training part). Parameters are
+plain constructor arguments, so ``get_params``, ``clone``, grid search and pickling work as for any scikit-learn
+estimator.
 
 ``time_budget`` (seconds) bounds the whole ``fit``, final model included: the search stops early enough to
 build it, no evaluation runs past the deadline (one cut there is discarded), and the ensemble members are
-the pipelines fitted during the search, loaded rather than refitted. ``refit=True`` refits them on
-train+validation, heaviest weight first, as far as the refits are predicted to fit in the time left; the others
-stay fitted on the training part and ``result_.info["final_model"]["refit_skipped"]`` says how many. ``fit`` ends within a few
-seconds of the budget (at most max(5 %, 10 s) over it in the benchmarks/time_budget.py runs).
+the pipelines fitted during the search, loaded rather than refitted; ``refit=True`` (the default) then refits
+them on train+validation, heaviest weight first, as far as the refits are predicted to fit in the time left; the
+others stay fitted on the training part and ``result_.info["final_model"]["refit_skipped"]`` says how many.
+``fit`` ends within a few seconds of the budget (at most max(5 %, 10 s) over it in the benchmarks/time_budget.py runs).
 
 ``cv=K`` evaluates every configuration by K-fold cross-validation over all the rows given (out-of-fold
 validation predictions: far more rows for choosing the ensemble on small data), and the final members are
@@ -25,8 +26,10 @@ how many bootstrap selections it averages; "auto" is what over-fitted the valida
 between 10 and 120 s, as auto-sklearn does, so no single slow configuration spends most of the budget; 120 s
 without a time budget.
 
-``portfolio="builtin"`` (or a portfolio file, or a list of configurations) evaluates a warm-start portfolio
-first instead of random configurations (optdiv.cash.portfolio).
+``portfolio="auto"`` (the default) evaluates each strong algorithm at its library's defaults first (LightGBM,
+extra trees, random forest, gradient boosting, KNN, a linear model, an SVM) when the method is BO-family and the
+space built in, then lets the strategy take over; ``"builtin"``, a portfolio file or a list of configurations
+choose another warm start, ``None`` the papers' random initial design (optdiv.cash.portfolio).
 
 Every option of ``optdiv run`` is a constructor argument with the same meaning (``constraints``, ``workers`` /
 ``scheduler`` for Dask, ``sampler``, ``vote``, ``pool``, ``memory_limit_mb``, ``faults``, ...): they are the fields
@@ -73,10 +76,10 @@ class _OptDivEstimator(BaseEstimator):
         time_limit="auto",
         ensemble: str = "caruana",
         ensemble_size: int = 25,
-        refit: bool = False,
+        refit: bool = True,
         validation_size: float = 0.25,
         seed: int = 0,
-        portfolio=None,
+        portfolio="auto",
         cv="auto",
         ensemble_loss: Optional[str] = "auto",
         ensemble_bags="auto",

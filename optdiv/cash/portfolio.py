@@ -27,10 +27,12 @@ import numpy as np
 PORTFOLIO_DIR = Path(__file__).parent / "portfolios"
 
 #: ``portfolio=`` values that mean "the shipped portfolio of this space and task" / "no portfolio" / "each strong
-#: algorithm at its library's defaults".
-BUILTIN = ("builtin", "default", "auto")
+#: algorithm at its library's defaults" / "the library defaults where they exist, else none" (the estimators' and
+#: ``optdiv run``'s default: it won the equal-wall-time race against auto-sklearn and AutoGluon, docs/results.md).
+BUILTIN = ("builtin", "default")
 NONE = ("none", "off", "random")
 DEFAULTS = ("defaults", "library-defaults")
+AUTO = ("auto",)
 
 #: ``portfolio="defaults"``: per built-in space and task, the algorithms to try first and the hyperparameters set to
 #: their library's own defaults where the space's ranges hold them (LightGBM's 31 leaves and 100 rounds,
@@ -65,13 +67,16 @@ def portfolio_path(space_name: str, task: str) -> Path:
 
 def resolve_portfolio(portfolio, space_name: str, task: str) -> Optional[List[Dict]]:
     """The configurations ``portfolio`` stands for: None or "none" (no portfolio), "builtin" (the shipped one
-    for this space and task), a path to a portfolio JSON file, or a list of configuration dicts."""
+    for this space and task), "defaults" (:data:`LIBRARY_DEFAULTS`), "auto" (those where the space has them,
+    else none), a path to a portfolio JSON file, or a list of configuration dicts."""
     if portfolio is None:
         return None
     if isinstance(portfolio, (str, Path)):
         text = str(portfolio)
         if text.lower() in NONE:
             return None
+        if text.lower() in AUTO:
+            return library_defaults(space_name, task) if (space_name, task) in LIBRARY_DEFAULTS else None
         if text.lower() in DEFAULTS:
             return library_defaults(space_name, task)
         if text.lower() in BUILTIN:
@@ -88,6 +93,10 @@ def resolve_portfolio(portfolio, space_name: str, task: str) -> Optional[List[Di
     if not configs:
         raise ValueError("an empty portfolio: pass None for a random start")
     return configs
+
+
+def is_auto_portfolio(portfolio) -> bool:
+    return isinstance(portfolio, str) and portfolio.lower() in AUTO
 
 
 def library_defaults(space_name: str, task: str) -> List[Dict]:

@@ -137,6 +137,13 @@ def test_report_counts_better_peer_and_wilcoxon(race, tmp_path):
     assert "| cls | cls | 11.00 ± 1.00 | 13.50 ± 1.29 | **10.00 ± 1.00** | 11.00 ± 1.00 | autosklearn |" in table
     assert "| optdiv | better peer | 6 | 2 | 1 | 3 |" in table
     assert "| optdiv:method=bo-es | optdiv | 3 | 0 | 1 | 2 |" in table
+    # a report of some systems only: the others leave the table, the peers stay
+    assert race.main(["report", "--out", str(out), "--systems", "autosklearn,autogluon,optdiv:method=bo-es"]) == 0
+    table = (out / "table.md").read_text()
+    assert "| dataset | task | autosklearn | autogluon | optdiv:method=bo-es | better peer |" in table
+    assert "| optdiv | better peer |" not in table
+    with pytest.raises(SystemExit, match="no records of optdiv:cv=3"):
+        race.main(["report", "--out", str(out), "--systems", "autosklearn,optdiv:cv=3"])
 
 
 def test_systems_syntax(race):

@@ -105,3 +105,43 @@ def test_leaderboard_and_figures_of_a_fitted_estimator(fitted_classifier, tmp_pa
     assert clf.plot_progress() is not None and clf.plot_algorithms() is not None
     with pytest.raises(NotFittedError):
         OptDivClassifier().leaderboard()
+
+
+def test_a_member_whose_refit_fails_stays_fitted_on_the_training_rows(monkeypatch):
+    """A pipeline that fitted on the training rows may fail on train+validation (a preprocessor overflowing on
+    the added rows): the fit keeps the member as evaluated instead of losing the whole search."""
+    import tiny_space as spaces
+
+    x, y = load_breast_cancer(return_X_y=True)
+    x_train, y_train, x_val, y_val = x[:200], y[:200], x[200:300], y[200:300]
+    original = spaces.CountingTree.fit
+
+    def fails_on_more_rows(self, X, y, sample_weight=None, check_input=True):  # only in this process: the
+        if len(X) > len(x_train):  # evaluator's worker fits on the training rows as before
+            raise ValueError("Input X contains infinity or a value too large for dtype('float32').")
+        return original(self, X, y, sample_weight=sample_weight, check_input=check_input)
+
+    monkeypatch.setattr(spaces.CountingTree, "fit", fails_on_more_rows)
+    clf = OptDivClassifier(method="rs", space=spaces.timed_space(with_slow=False), budget=4, seed=1, refit=True)
+    clf.fit(x_train, y_train, X_val=x_val, y_val=y_val)
+    final = clf.result_.info["final_model"]
+    assert len(final["refit_failed"]) == len(clf.members_) >= 1
+    assert "float32" in final["refit_failed"][0]["error"]
+    assert all(m["source"] == "saved" and m["rows"] == "train" for m in clf.members_)
+    assert clf.score(x[300:], y[300:]) > 0.8
+
+
+def test_members_whose_final_fit_fails_are_left_out_with_their_weight_rescaled():
+    from types import SimpleNamespace
+
+    from optdiv.cash.engine import _leave_out_failed_members
+
+    result = SimpleNamespace(member_indices=[4, 7, 9], weights=np.array([0.5, 0.3, 0.2]), stacker=None)
+    report = {}
+    _leave_out_failed_members(result, [(1, 7, "ValueError: overflow")], report)
+    assert result.member_indices == [4, 9]
+    np.testing.assert_allclose(result.weights, [0.5 / 0.7, 0.2 / 0.7])
+    assert report["members_failed"] == [{"index": 7, "error": "ValueError: overflow"}]
+    with pytest.raises(RuntimeError, match="could not be fitted"):  # nothing left to predict with
+        _leave_out_failed_members(SimpleNamespace(member_indices=[4], weights=np.array([1.0]), stacker=None),
+                                  [(0, 4, "ValueError: overflow")], {})

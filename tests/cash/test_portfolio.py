@@ -142,3 +142,28 @@ def test_search_evaluates_the_portfolio_first_and_bad_methods_are_refused(tmp_pa
     assert [obs.config for obs in random_start.history] != [TREE, LINEAR]
     with pytest.raises(ValueError, match="no initial design"):
         search(splits, "classification", n_classes=2, method="rb-es", space=space, budget=2, portfolio=[TREE])
+
+
+def test_auto_portfolio_is_the_library_defaults_where_they_exist_and_a_random_start_elsewhere():
+    for task in ("classification", "regression"):
+        assert resolve_portfolio("auto", "autosklearn", task) == resolve_portfolio("defaults", "autosklearn", task)
+        assert resolve_portfolio("auto", "tiny", task) is None  # no defaults known for a custom space
+    frame = load_breast_cancer(as_frame=True).frame.sample(200, random_state=0)
+    splits = split(from_frame(frame, target="target", name="bc"), seed=0)
+    space = tiny_space("classification")
+    # methods without an initial design run as without a portfolio (rb-es refuses an explicit one, above)
+    plain = search(splits, "classification", n_classes=2, method="rb-es", space=space, budget=2, seed=0)
+    auto = search(splits, "classification", n_classes=2, method="rb-es", space=space, budget=2, seed=0,
+                  portfolio="auto")
+    assert [obs.config for obs in auto.history] == [obs.config for obs in plain.history]
+
+
+def test_the_estimators_and_the_cli_start_from_the_library_defaults():
+    from optdiv.cash.estimators import OptDivClassifier
+    from optdiv.cli import build_parser, run_config_from_args
+
+    args = build_parser().parse_args(["run", "--data", "sklearn:breast_cancer"])
+    assert run_config_from_args(args).portfolio == "auto"
+    frame = load_breast_cancer(as_frame=True).frame.sample(200, random_state=0)
+    model = OptDivClassifier(budget=3, seed=0).fit(frame.drop(columns="target"), frame["target"])
+    assert [obs.algorithm for obs in model.result_.history] == ["lightgbm", "extra_trees", "random_forest"]

@@ -127,7 +127,7 @@ def test_an_evaluation_predicted_not_to_fit_is_not_started(cls_splits):
 
 def test_final_model_is_built_from_saved_pipelines_without_refitting(cls_splits):
     tiny_space.FITS["count"] = 0
-    model = OptDivClassifier(method="rs", space=timed_space(with_slow=False), budget=6, seed=1)
+    model = OptDivClassifier(method="rs", space=timed_space(with_slow=False), budget=6, seed=1, refit=False)
     model.fit(cls_splits.X_train, cls_splits.y_train, X_val=cls_splits.X_val, y_val=cls_splits.y_val)
     assert tiny_space.FITS["count"] == 0, "no member was refitted in this process"
     final = model.result_.info["final_model"]
