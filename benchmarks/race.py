@@ -680,8 +680,13 @@ def cmd_run(args) -> int:
 # Report.
 # --------------------------------------------------------------------------- #
 
+#: Means closer than this (relative) are the same: equal error counts summed in another order differ in the
+#: last bit, and must not count as "worse".
+SAME_MEAN = 1e-9
+
+
 def _mean(values):
-    return sum(values) / len(values) if values else None
+    return math.fsum(values) / len(values) if values else None
 
 
 def _std(values):
@@ -741,8 +746,9 @@ def _paired(errors, datasets, variant, peer_of) -> dict:
     return counts
 
 
-def summarize(records) -> dict:
-    """Everything the table shows, as plain data."""
+def summarize(records, reference: str = "optdiv") -> dict:
+    """Everything the table shows, as plain data; every other optdiv variant is also paired with ``reference``
+    (default: the estimator's defaults, the comparison that decides whether a lever becomes one)."""
     chosen = chosen_records(records)
     datasets = sorted({k[0] for k in chosen})
     systems = []
@@ -782,7 +788,7 @@ def summarize(records) -> dict:
                 continue
             theirs = cells[dataset, peer]
             compared += 1
-            if mine["mean"] <= theirs["mean"]:
+            if mine["mean"] <= theirs["mean"] * (1 + SAME_MEAN) + SAME_MEAN:
                 at_or_below += 1
                 at_or_below_regression += tasks[dataset] == "regression"
             elif mine["mean"] - theirs["mean"] > theirs["std"]:
@@ -791,8 +797,8 @@ def summarize(records) -> dict:
                   if any((d, peer) in cells for d in datasets)}
         if paired:
             paired["better peer"] = _paired(errors, datasets, variant, lambda d: better_peer[d])
-        if variant != "optdiv" and "optdiv" in systems:  # a lever against the defaults it would replace
-            paired["optdiv"] = _paired(errors, datasets, variant, lambda d: "optdiv")
+        if variant != reference and reference in systems:  # a lever against what it would replace
+            paired[reference] = _paired(errors, datasets, variant, lambda d: reference)
         variants[variant] = {"datasets": compared, "at_or_below": at_or_below,
                              "at_or_below_regression": at_or_below_regression,
                              "worse_beyond_std": worse_beyond_std, "paired": paired}
@@ -813,7 +819,7 @@ def summarize(records) -> dict:
     return {"datasets": datasets, "systems": systems, "seeds": seeds, "tasks": tasks, "cells": cells,
             "better_peer": better_peer, "variants": variants, "overrun": overrun, "failures": failures,
             "seconds": sorted({r["seconds"] for r in chosen.values()}), "versions": versions,
-            "commits": sorted({r.get("repo_commit", "?") for r in chosen.values()})}
+            "commits": sorted({r.get("repo_commit", "?") for r in chosen.values()}), "reference": reference}
 
 
 def _num(value, task) -> str:
@@ -881,7 +887,7 @@ def render(summary) -> str:
                          f"| {v['worse_beyond_std']} |")
         lines += ["", "Paired over (dataset, seed): relative difference (variant − peer) / peer; better = lower "
                   "test error. Wilcoxon signed-rank (two-sided) over the non-zero differences; p = 1 when all are "
-                  "zero. Against `optdiv`: a variant against the estimator's defaults, on the pairs both have.", "",
+                  f"zero. Against `{s.get('reference', 'optdiv')}`: a variant against that one, on the pairs both have.", "",
                   "| variant | against | pairs | better | same | worse | median rel. diff | Wilcoxon p |",
                   "|---|---|---|---|---|---|---|---|"]
         for variant, v in s["variants"].items():
@@ -912,7 +918,7 @@ def render(summary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(out: Path, systems=None) -> str:
+def write_report(out: Path, systems=None, reference: str = "optdiv") -> str:
     """Render OUT/results.jsonl (only ``systems``, exact names, when given) and write OUT/table.md."""
     records = load_records(out / "results.jsonl")
     if systems:
@@ -920,7 +926,7 @@ def write_report(out: Path, systems=None) -> str:
         if missing:
             raise SystemExit(f"no records of {', '.join(missing)} in {out / 'results.jsonl'}")
         records = [r for r in records if r["system"] in systems]
-    text = render(summarize(records))
+    text = render(summarize(records, reference))
     (out / "table.md").write_text(text)
     return text
 
@@ -930,7 +936,7 @@ def cmd_report(args) -> int:
     if not (out / "results.jsonl").exists():
         raise SystemExit(f"no {out / 'results.jsonl'}")
     systems = [name.strip() for name in _split_top(args.systems, ",")] if args.systems else None
-    print(write_report(out, systems))
+    print(write_report(out, systems, args.reference))
     return 0
 
 
@@ -956,6 +962,9 @@ def main(argv=None) -> int:
     report.add_argument("--out", default="runs/race")
     report.add_argument("--systems", help="only these systems (exact names as recorded, comma-separated; "
                                           "default: every system in the records)")
+    report.add_argument("--reference", default="optdiv",
+                        help="the optdiv variant every other one is also paired with (default: optdiv, the "
+                             "estimator's defaults)")
     worker = sub.add_parser("worker", help="(internal) one fit: race.py worker JOB.json RESULT.json")
     worker.add_argument("job")
     worker.add_argument("result")

@@ -142,6 +142,9 @@ def test_report_counts_better_peer_and_wilcoxon(race, tmp_path):
     table = (out / "table.md").read_text()
     assert "| dataset | task | autosklearn | autogluon | optdiv:method=bo-es | better peer |" in table
     assert "| optdiv | better peer |" not in table
+    # the variants paired with another one than the defaults: OptDivBO against BO-ES of the same engine
+    assert race.main(["report", "--out", str(out), "--reference", "optdiv:method=bo-es"]) == 0
+    assert "| optdiv | optdiv:method=bo-es | 3 | 2 | 1 | 0 |" in (out / "table.md").read_text()
     with pytest.raises(SystemExit, match="no records of optdiv:cv=3"):
         race.main(["report", "--out", str(out), "--systems", "autosklearn,optdiv:cv=3"])
 
@@ -204,3 +207,16 @@ def test_end_to_end_optdiv(race, breast_cancer_csv, tmp_path, capsys):
     assert race.main(argv) == 0
     assert "0 fits to run, 1 already recorded" in capsys.readouterr().out
     assert len(race.load_records(out / "results.jsonl")) == 1
+
+
+def test_equal_error_counts_in_another_order_are_at_or_below_the_peer(race):
+    """(0.1 + 0.2) + 0.3 and (0.3 + 0.2) + 0.1 differ in the last bit: the same errors must not count as worse."""
+    rows = [_record("d", "classification", seed, system, error)
+            for system, errors in {"autosklearn": [0.3, 0.2, 0.1], "autogluon": [0.5, 0.5, 0.5],
+                                   "optdiv": [0.1, 0.2, 0.3]}.items()
+            for seed, error in enumerate(errors)]
+    summary = race.summarize(rows)
+    assert summary["cells"]["d", "optdiv"]["mean"] == summary["cells"]["d", "autosklearn"]["mean"]
+    assert summary["variants"]["optdiv"]["at_or_below"] == 1
+    nearly = rows[:-1] + [_record("d", "classification", 2, "optdiv", 0.3 + 1e-6)]  # a real difference stays one
+    assert race.summarize(nearly)["variants"]["optdiv"]["at_or_below"] == 0
