@@ -493,12 +493,18 @@ def _leave_out_failed_members(result: SearchResult, failed: List, report: Dict) 
     if result.stacker is not None or len(failed) == len(result.member_indices):
         raise RuntimeError(f"the final model could not be fitted: member {failed[0][1]} failed with {failed[0][2]}")
     gone = {position for position, _, _ in failed}
-    weights = np.asarray(result.weights, dtype=np.float64)
-    kept = [p for p in range(len(result.member_indices)) if p not in gone]
-    total, kept_total = float(weights.sum()), float(weights[kept].sum())
     report["members_failed"] = [{"index": i, "error": error} for _, i, error in failed]
+    _keep_members(result, [p for p in range(len(result.member_indices)) if p not in gone])
+
+
+def _keep_members(result: SearchResult, kept: List[int]) -> float:
+    """Keep the members at positions ``kept``, their weights rescaled to the old total; the share of the weight
+    that was left out."""
+    weights = np.asarray(result.weights, dtype=np.float64)
+    total, kept_total = float(weights.sum()), float(weights[kept].sum())
     result.member_indices = [result.member_indices[p] for p in kept]
     result.weights = weights[kept] * (total / kept_total if kept_total > 0 else 1.0)
+    return (total - kept_total) / total if total > 0 else 0.0
 
 
 def _members_to_refit(result: SearchResult, rows_ratio: float, left: Optional[float]) -> set:
@@ -526,17 +532,13 @@ def _drop_members_that_do_not_fit(result: SearchResult, splits: Splits, left: fl
     n_members = len(result.member_indices)
     if len(keep) == n_members:
         return
-    weights = np.asarray(result.weights, dtype=np.float64)
     if not keep:
-        keep = {min(range(n_members), key=lambda p: (-weights[p], p))}
+        keep = {min(range(n_members), key=lambda p: (-float(result.weights[p]), p))}
     kept = sorted(keep)
-    total, kept_total = float(weights.sum()), float(weights[kept].sum())
     report["members_dropped"] = n_members - len(kept)
-    report["weight_dropped"] = (total - kept_total) / total if total > 0 else 0.0
+    report["weight_dropped"] = _keep_members(result, kept)
     report["drop_reason"] = (f"refitting {n_members - len(kept)} of {n_members} members on all rows was predicted "
                              f"not to fit in the time budget: they were left out and the other weights rescaled")
-    result.member_indices = [result.member_indices[p] for p in kept]
-    result.weights = weights[kept] * (total / kept_total if kept_total > 0 else 1.0)
 
 
 def _model_prediction(model: EnsembleModel, X, task: str) -> np.ndarray:
