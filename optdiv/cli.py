@@ -34,6 +34,17 @@ _seconds_or_auto = _auto_or(float, "seconds or 'auto'", lambda s: s > 0, "the ti
 _folds = _auto_or(lambda text: None if text == "none" else int(text), "a number of folds, 'auto' or 'none'")
 
 
+def _share(text: str) -> float:
+    """argparse type of ``--algorithm-share``: a share in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, not {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"the share must be in (0, 1]; got {text}")
+    return value
+
+
 def _constraint(text: str):
     """argparse type of ``--constraint``: a parsed Constraint, or argparse's error with the reason."""
     from optdiv.cash.constraints import Constraint
@@ -103,6 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "Agnostic Bayes's rho is tuned) instead of the holdout validation split (none); "
                           "--time-limit then applies to each fold. auto (default): 5 folds on at most 4,000 "
                           "train+validation rows, else the holdout split")
+    run.add_argument("--fold-models", default="refit", choices=["refit", "bagged"],
+                     help="under --cv: refit each member once on all rows (refit, default), or keep its fold models "
+                          "and average them (bagged: the models the ensemble was chosen on, no refit)")
+    run.add_argument("--algorithm-share", type=_share, metavar="S",
+                     help="after the initial design, no algorithm may take more than this share (0-1) of the "
+                          "evaluations: the search then tunes the others (BO-family methods; default: no cap)")
     run.add_argument("--portfolio", metavar="auto|defaults|builtin|none|FILE", default="auto",
                      help="warm start: evaluate these configurations first instead of random ones (defaults: each "
                           "strong algorithm at its library's defaults; builtin: the portfolio shipped for the space "

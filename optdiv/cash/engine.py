@@ -33,7 +33,7 @@ from optdiv.cash.final_ensemble import (
 )
 from optdiv.cash.loop import LoopResult, search_loop
 from optdiv.cash.methods import MODEL_BASED, STRATEGIES, MethodSpec, get_method, make_strategy
-from optdiv.cash.pipelines import SavedPipelines, rows_digest
+from optdiv.cash.pipelines import SavedPipelines, splits_digest
 from optdiv.cash.portfolio import is_auto_portfolio, resolve_portfolio
 from optdiv.cash.run_config import RunConfig
 from optdiv.cash.runners import Runner, make_runner
@@ -67,13 +67,23 @@ class SearchResult:
     deadline: Optional[Deadline] = None  # when the whole call must end (fit_model keeps to it too)
 
 
-#: Members whose refit time is reserved when the final model must refit them (cross-validation, pipelines not
-#: saved, refit on train+validation): about as many distinct members as ensemble selection keeps.
+#: Members whose refit time is reserved when the likely final members cannot be chosen (no validation targets):
+#: about as many distinct members as ensemble selection keeps.
 REFIT_MEMBERS = 10
-#: A member's refit is predicted from its evaluation's fit time scaled by the rows, times this: some models cost
-#: more than linearly in the rows (kernel machines, neighbour searches), the machine may be busier than when the
-#: member was evaluated, and a refit that overruns the time budget cannot be taken back.
+#: A member's refit in this process is predicted from its evaluation's fit time scaled by the rows, times this:
+#: some models cost more than linearly in the rows (kernel machines, neighbour searches), the machine may be busier
+#: than when the member was evaluated, and a refit in this process that overruns the time budget cannot be taken
+#: back.
 REFIT_SAFETY = 1.5
+#: The same factor for refits run in a worker process under the deadline (every refit under a time budget): a
+#: refit that overruns is cut there and its member keeps its fit on the training rows, so the expected cost is
+#: reserved and the time budget is used instead of being kept back for the worst case.
+WORKER_REFIT_SAFETY = 1.0
+#: Seconds reserved for starting the refit worker process (interpreter, imports, the rows).
+REFIT_WORKER_START = 3.0
+#: The likely final members (whose loading and refits the search keeps time for) are chosen by one ensemble
+#: selection over this many of the best successful runs: cheap enough to repeat after every evaluation.
+LIKELY_POOL = 50
 
 
 def search(
@@ -175,13 +185,24 @@ class _Prepared:
     start: float
     started: Optional[float]
     pipelines: Optional[SavedPipelines]
-    digest: Optional[str]  # None: nothing is saved (cross-validation, a replay)
+    digest: Optional[str]  # None: nothing is saved (cross-validation without fold bags, a replay)
     latest: List = field(default_factory=list)  # the history as the loop last handed it over
+    _reserve: Optional[tuple] = None  # (history key, seconds) of the last reserve computed
 
     def search_left(self) -> float:
         """Seconds the search may still use: the time left less what building the final model needs."""
-        return self.deadline.left() - _finish_reserve(self.latest, self.pipelines, self.digest, self.config.refit,
-                                                      self.n_folds, self.config.ensemble_size)
+        return self.deadline.left() - self.reserve()
+
+    def reserve(self) -> float:
+        """Predicted seconds of building the final model from the history as it stands (recomputed only when an
+        evaluation was recorded since the last call)."""
+        key = (len(self.latest), self.latest[-1].index if self.latest else None)
+        if self._reserve is None or self._reserve[0] != key:
+            members = likely_members(self.latest, self.splits.y_val, self.ensemble_loss or self.loss,
+                                     self.config.ensemble_size, self.config.seed)
+            self._reserve = (key, _finish_reserve(members, self.pipelines, self.digest, self.config.refit,
+                                                  self.n_folds))
+        return self._reserve[1]
 
     def finished(self, done: List, ensemble: Sequence[int] = ()) -> None:
         """After each recorded evaluation: the finishing reserve follows the history, and saved pipelines that
@@ -250,6 +271,11 @@ def _prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store, 
             raise ValueError(f"method {method!r} has no initial design to warm-start; a portfolio works with "
                              f"the strategies {', '.join(MODEL_BASED)}")
         optimizer_options = {**(optimizer_options or {}), "initial": initial}
+    if c.algorithm_share is not None:
+        if not kind.model_based:
+            raise ValueError(f"method {method!r} cannot cap an algorithm's share of the evaluations; the cap works "
+                             f"with the strategies {', '.join(MODEL_BASED)}")
+        optimizer_options = {**(optimizer_options or {}), "max_share": float(c.algorithm_share)}
     if cost_aware:
         if not kind.model_based:
             raise ValueError(f"method {method!r} cannot weigh candidates by their cost; cost-aware suggestion "
@@ -268,7 +294,8 @@ def _prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store, 
             pipelines = SavedPipelines(None if store is None else store.directory / MODELS_DIR)
         evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed,
                               memory_limit_mb=c.memory_limit_mb,
-                              pipelines_dir=None if pipelines is None else pipelines.folder)
+                              pipelines_dir=None if pipelines is None else pipelines.folder,
+                              bag_folds=c.fold_models == "bagged")
     digest = getattr(evaluator, "rows_digest", None)  # None: nothing is saved (cross-validation, a replay)
     runner = make_runner(inject_faults(evaluator, faults), c.workers, c.scheduler)
     history = store.load() if store is not None else []
@@ -331,27 +358,45 @@ def _finalize(prepared: _Prepared, outcome: LoopResult, classes, columns) -> Sea
     return result
 
 
-def _finish_reserve(history: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
-                    n_folds: Optional[int], ensemble_size: int) -> float:
-    """Predicted seconds from the end of the search to the end of the call: :data:`FINISH_SECONDS`, loading
-    (and saving again) the best saved pipelines, and refitting the likely members that are not saved.
+def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) -> List:
+    """The observations the final ensemble would hold if the search stopped now: one ensemble selection on
+    ``loss`` over the :data:`LIKELY_POOL` best successful runs (the :data:`REFIT_MEMBERS` best without
+    validation targets). What the search keeps time for follows these members, not a fixed number of runs."""
+    ok = sorted((obs for obs in history if obs.status == "ok" and obs.val_pred is not None),
+                key=lambda obs: (obs.val_loss, obs.index))
+    if len(ok) <= 1 or y_val is None:
+        return ok[:REFIT_MEMBERS]
+    from optdiv.core.ensemble import ensemble_selection
 
-    The likely members are the :data:`REFIT_MEMBERS` best successful runs; a k-fold evaluation's
-    ``fit_seconds`` covers k fits on (k-1)/k of the rows, one refit on all rows about 1/(k-1) of it; a refit on
-    train+validation fits a third more rows than the 60 % training part; refits are predicted with
-    :data:`REFIT_SAFETY`, as :func:`fit_model` predicts them.
+    pool = ok[:LIKELY_POOL]
+    try:
+        weights = ensemble_selection(np.stack([obs.val_pred for obs in pool]), y_val, loss, size=max(1, size),
+                                     seed=seed).weights
+    except ValueError:  # a loss selection cannot use here: fall back to the best runs
+        return ok[:REFIT_MEMBERS]
+    return [obs for obs, weight in zip(pool, weights) if weight > 0]
+
+
+def _finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
+                    n_folds: Optional[int]) -> float:
+    """Predicted seconds from the end of the search to the end of the call for the final ``members``:
+    :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits :func:`fit_model` does.
+
+    A k-fold evaluation's ``fit_seconds`` covers k fits on (k-1)/k of the rows, one refit on all rows about
+    1/(k-1) of it (needed only when its fold pipelines are not saved); a refit on train+validation fits a third
+    more rows than the 60 % training part, in a worker process under the deadline
+    (:data:`WORKER_REFIT_SAFETY` and :data:`REFIT_WORKER_START`).
     """
-    ok = sorted((obs for obs in history if obs.status == "ok"), key=lambda obs: (obs.val_loss, obs.index))
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:
-        best = [obs.index for obs in ok[:max(1, min(ensemble_size, REFIT_MEMBERS))]]
-        reserve += 2 * pipelines.bytes_of(digest, best) / LOAD_BYTES_PER_SECOND
-    if digest is None or refit:
-        seconds = sum(obs.fit_seconds for obs in ok[:REFIT_MEMBERS])
-        if n_folds is not None:
-            seconds /= max(n_folds - 1, 1)
-        elif refit:
-            seconds *= 4 / 3
+        reserve += 2 * pipelines.bytes_of(digest, [obs.index for obs in members]) / LOAD_BYTES_PER_SECOND
+    seconds = sum(obs.fit_seconds for obs in members)
+    if n_folds is not None:
+        if digest is None:
+            reserve += REFIT_SAFETY * seconds / max(n_folds - 1, 1)
+    elif refit:
+        reserve += REFIT_WORKER_START + WORKER_REFIT_SAFETY * seconds * 4 / 3
+    elif digest is None:
         reserve += REFIT_SAFETY * seconds
     return reserve
 
@@ -404,32 +449,42 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
               deadline: Optional[Deadline] = None) -> EnsembleModel:
     """The chosen members (fitted on train, or train+validation with ``refit``) as one predictor.
 
-    A member the evaluator saved for the same rows (``result.pipelines``) is loaded, not refitted; the others
-    (an older run without saved pipelines, cross-validation, a pruned one) are refitted. Under a ``deadline``
-    (default: the search's) only the members whose refit on train+validation is predicted to fit in the time left
-    are refitted, heaviest weight first; the others stay fitted on train, and ``result.info["final_model"]``
+    A member the evaluator saved for the same rows (``result.pipelines``) is loaded, not refitted: a holdout
+    fit, or under cross-validation the member's fold pipelines averaged (``fold_models="bagged"``). The others
+    (an older run without saved pipelines, cross-validation without fold bags, a pruned one) are refitted. Under a
+    ``deadline`` (default: the search's) only the members whose refit on train+validation is predicted to fit in
+    the time left are refitted, heaviest weight first, each in a worker process that is stopped at the deadline;
+    the others (and one whose refit is stopped or fails) stay fitted on train, and ``result.info["final_model"]``
     says how many.
-    Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing; every
-    member must be refitted there, so under a deadline the lightest members whose refits are predicted not to fit
-    are left out (the heaviest always stays) and the others' weights rescaled to the same total:
-    ``result.member_indices`` and ``result.weights`` then describe the model as built, and the final-model report
-    says what was left out.
+    Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing; a
+    member without a saved fold bag must be refitted there, so under a deadline the lightest such members whose
+    refits are predicted not to fit are left out (the heaviest always stays) and the others' weights rescaled to
+    the same total: ``result.member_indices`` and ``result.weights`` then describe the model as built, and the
+    final-model report says what was left out.
     """
     began = time.perf_counter()
     deadline = result.deadline if deadline is None else deadline
     X, y = splits.X_train, splits.y_train
-    cross_validated = getattr(splits, "folds", None) is not None
+    folds = getattr(splits, "folds", None)
+    cross_validated = folds is not None
     report = {"rows": "train+validation" if cross_validated else "train"}
+    saved = result.pipelines
+    digest = None if saved is None else splits_digest(X, y, folds)
     if cross_validated and deadline is not None and result.stacker is None:
-        _drop_members_that_do_not_fit(result, splits, deadline.left() - FINISH_SECONDS, report)
-    on_all = set()  # positions in member_indices refitted on train+validation
+        bagged = {i for i in result.member_indices if digest is not None and saved.has(digest, result.history[i].index)}
+        _drop_members_that_do_not_fit(result, splits, deadline.left() - FINISH_SECONDS, report, bagged)
+    on_all, refitter = set(), None  # positions in member_indices to refit on train+validation, and where
     if refit and not cross_validated:
         import pandas as pd
 
         X_all = pd.concat([splits.X_train, splits.X_val], axis=0)
         y_all = np.concatenate([splits.y_train, splits.y_val])
-        on_all = _members_to_refit(result, len(X_all) / max(len(X), 1),
-                                   None if deadline is None else deadline.left() - FINISH_SECONDS)
+        in_worker = deadline is not None and saved is not None
+        left = None if deadline is None else deadline.left() - FINISH_SECONDS - in_worker * REFIT_WORKER_START
+        on_all = _members_to_refit(result, len(X_all) / max(len(X), 1), left,
+                                   WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY)
+        if in_worker and on_all:
+            refitter = _Refitter(space, X_all, y_all, task, classes, seed, saved, deadline)
         n_members = len(result.member_indices)
         if len(on_all) == n_members:
             report["rows"] = "train+validation"
@@ -439,31 +494,36 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             report["refit_skipped"] = (f"refitting {n_members - len(on_all)} of {n_members} members on "
                                        f"train+validation was predicted not to fit in the time budget: they stay "
                                        f"fitted on train")
-    saved = result.pipelines
-    digest = None if saved is None else rows_digest(X, y)
     members, info, failed = [], [], []
-    for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
-        obs = result.history[i]
-        pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)
-        source, on_all_rows = "saved", position in on_all or cross_validated
-        if pipe is None and position in on_all:
-            pipe, error = _fitted(space, obs.config, X_all, y_all, seed, task)
-            if pipe is None:  # e.g. a preprocessor that overflows on the added rows: the member fitted on train
-                # stays, as when its refit does not fit in time
-                report.setdefault("refit_failed", []).append({"index": i, "error": error})
-                on_all_rows = False
-                pipe = None if digest is None else saved.load(digest, obs.index)
-            else:
+    try:
+        for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
+            obs = result.history[i]
+            pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)
+            source, on_all_rows = "saved", position in on_all or cross_validated
+            if pipe is None and position in on_all:
+                if refitter is not None:
+                    pipe, error = refitter.fit(obs)
+                else:
+                    pipe, error = _fitted(space, obs.config, X_all, y_all, seed, task)
+                if pipe is None:  # e.g. a preprocessor that overflows on the added rows, or a refit stopped at the
+                    # deadline: the member fitted on train stays, as when its refit does not fit in time
+                    report.setdefault("refit_failed", []).append({"index": i, "error": error})
+                    on_all_rows = False
+                    pipe = None if digest is None else saved.load(digest, obs.index)
+                else:
+                    source = "refitted"
+            if pipe is None:  # not saved (cross-validation, an older run), or its refit on all rows failed
+                pipe, error = _fitted(space, obs.config, X, y, seed, task)
                 source = "refitted"
-        if pipe is None:  # not saved (cross-validation, an older run), or its refit on all rows failed
-            pipe, error = _fitted(space, obs.config, X, y, seed, task)
-            source = "refitted"
-            if pipe is None:
-                failed.append((position, i, error))
-                continue
-        members.append(pipe)
-        info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss,
-                     "source": source, "rows": "train+validation" if on_all_rows else "train"})
+                if pipe is None:
+                    failed.append((position, i, error))
+                    continue
+            members.append(pipe)
+            info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss,
+                         "source": source, "rows": "train+validation" if on_all_rows else "train"})
+    finally:
+        if refitter is not None:
+            refitter.close()
     if failed:
         _leave_out_failed_members(result, failed, report)
     report["loaded"] = sum(member["source"] == "saved" for member in info)
@@ -473,6 +533,33 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     columns = list(columns) if columns is not None else list(X.columns)
     return EnsembleModel(members, result.weights, task, classes, columns, info, stacker=result.stacker,
                          vote=result.vote)
+
+
+class _Refitter:
+    """Refits members on train+validation in a worker process, each stopped at the deadline (less the time kept
+    for the end of the call), so a refit slower than predicted cannot overrun the time budget."""
+
+    def __init__(self, space, X_all, y_all, task, classes, seed, saved: SavedPipelines, deadline: Deadline):
+        self.splits = Splits(X_all, y_all, None, None, None, None)
+        self.digest = splits_digest(X_all, y_all)
+        self.saved, self.deadline = saved, deadline
+        self.evaluator = Evaluator(space.build, self.splits, task, "error" if task == "classification" else "mse",
+                                   n_classes=None if classes is None else len(classes), seed=seed,
+                                   time_limit=max(deadline.left(), 1.0), pipelines_dir=saved.folder)
+
+    def fit(self, obs):
+        """(the member refitted on train+validation, None) or (None, why not)."""
+        left = self.deadline.left() - FINISH_SECONDS
+        if left <= 0:
+            return None, "no time left for the refit"
+        error = self.evaluator.fit_and_save(obs.config, obs.index, left)
+        if error is not None:
+            return None, error
+        pipe = self.saved.load(self.digest, obs.index)
+        return (pipe, None) if pipe is not None else (None, "the refitted pipeline could not be read back")
+
+    def close(self) -> None:
+        self.evaluator.close()
 
 
 def _fitted(space, config, X, y, seed, task):
@@ -507,28 +594,33 @@ def _keep_members(result: SearchResult, kept: List[int]) -> float:
     return (total - kept_total) / total if total > 0 else 0.0
 
 
-def _members_to_refit(result: SearchResult, rows_ratio: float, left: Optional[float]) -> set:
+def _members_to_refit(result: SearchResult, rows_ratio: float, left: Optional[float], safety: float = REFIT_SAFETY,
+                      free: Sequence[int] = ()) -> set:
     """Positions of the members to refit: all without a deadline; under one, the heaviest weights first, each
-    while its predicted refit (its evaluation's fit time scaled by the rows, times :data:`REFIT_SAFETY`) still
-    fits, so the time left buys the refits that matter most instead of none."""
+    while its predicted refit (its evaluation's fit time scaled by the rows, times ``safety``) still fits, so the
+    time left buys the refits that matter most instead of none. Members whose evaluation index is in ``free``
+    cost nothing (they are loaded, not refitted)."""
     positions = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
     if left is None:
         return set(positions)
     chosen, spent = set(), 0.0
     for position in positions:
-        cost = REFIT_SAFETY * rows_ratio * result.history[result.member_indices[position]].fit_seconds
+        i = result.member_indices[position]
+        cost = 0.0 if i in free else safety * rows_ratio * result.history[i].fit_seconds
         if spent + cost <= left:
             chosen.add(position)
             spent += cost
     return chosen
 
 
-def _drop_members_that_do_not_fit(result: SearchResult, splits: Splits, left: float, report: Dict) -> None:
+def _drop_members_that_do_not_fit(result: SearchResult, splits: Splits, left: float, report: Dict,
+                                  bagged: Sequence[int] = ()) -> None:
     """Cross-validation: keep the members whose refits on all rows are predicted to fit in ``left`` seconds
-    (:func:`_members_to_refit`; a k-fold evaluation's fit time covers k fits on (k-1)/k of the rows), and at
-    least the heaviest; rescale the kept weights to the same total and say in ``report`` what was left out."""
+    (:func:`_members_to_refit`; a k-fold evaluation's fit time covers k fits on (k-1)/k of the rows; a member in
+    ``bagged``, whose fold pipelines are saved, needs no refit), and at least the heaviest; rescale the kept
+    weights to the same total and say in ``report`` what was left out."""
     n_folds = int(np.max(splits.folds)) + 1
-    keep = _members_to_refit(result, 1.0 / max(n_folds - 1, 1), left)
+    keep = _members_to_refit(result, 1.0 / max(n_folds - 1, 1), left, free=bagged)
     n_members = len(result.member_indices)
     if len(keep) == n_members:
         return

@@ -81,6 +81,8 @@ class _OptDivEstimator(BaseEstimator):
         seed: int = 0,
         portfolio="auto",
         cv="auto",
+        fold_models: str = "refit",
+        algorithm_share: Optional[float] = None,
         ensemble_loss: Optional[str] = "auto",
         ensemble_bags="auto",
         cost_aware: bool = False,
@@ -106,6 +108,8 @@ class _OptDivEstimator(BaseEstimator):
         self.seed = seed
         self.portfolio = portfolio
         self.cv = cv
+        self.fold_models = fold_models
+        self.algorithm_share = algorithm_share
         self.ensemble_loss = ensemble_loss
         self.ensemble_bags = ensemble_bags
         self.cost_aware = cost_aware

@@ -54,7 +54,8 @@ class Evaluator:
     largest class index in the splits. ``memory_limit_mb`` caps the worker's address space
     (``RLIMIT_AS``, Linux/macOS only; it also counts the data and thread stacks, so leave headroom).
     ``pipelines_dir``: a folder where each successful holdout fit is saved (:meth:`saved_path` says where),
-    so the final model can load its members instead of refitting them.
+    so the final model can load its members instead of refitting them; with ``bag_folds``, a cross-validated
+    evaluation's fold pipelines are saved too, as one averaging model (:class:`~optdiv.cash.fitting.FoldBag`).
 
     Not thread-safe: use one evaluator per thread. Call :meth:`close` (or use ``with``) to end the
     worker early; otherwise it ends when the evaluator is garbage-collected or at interpreter exit.
@@ -74,6 +75,7 @@ class Evaluator:
         start_method: str = "spawn",
         threads: Optional[int] = 1,
         pipelines_dir=None,
+        bag_folds: bool = False,
     ):
         if task not in ("classification", "regression"):
             raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}")
@@ -101,7 +103,8 @@ class Evaluator:
         self.in_process = in_process
         self.start_method = start_method
         self.threads = threads  # per-evaluation cap of OpenMP/BLAS threads; None keeps library defaults
-        self.pipelines_dir = pipelines_dir  # where fitted holdout pipelines are saved (optdiv.cash.pipelines)
+        self.pipelines_dir = pipelines_dir  # where fitted pipelines are saved (optdiv.cash.pipelines)
+        self.bag_folds = bool(bag_folds)  # under cross-validation, save each evaluation's fold pipelines as one bag
         self._rows_digest: Optional[str] = None
         self.worker_starts = 0  # how many worker processes were started (restarts included)
         self.last_start_seconds = 0.0  # of the last evaluate call, the seconds spent starting a worker
@@ -123,7 +126,7 @@ class Evaluator:
         return {"build": self.build, "task": self.task, "metric": self.metric, "n_classes": self.n_classes,
                 "time_limit": self.time_limit, "seed": self.seed, "memory_limit_mb": self.memory_limit_mb,
                 "in_process": self.in_process, "start_method": self.start_method, "threads": self.threads,
-                "pipelines_dir": self.pipelines_dir}
+                "pipelines_dir": self.pipelines_dir, "bag_folds": self.bag_folds}
 
     def close(self) -> None:
         """End the worker process, if any. The evaluator stays usable: a later evaluate restarts it."""
@@ -163,16 +166,50 @@ class Evaluator:
             return self._failed(config, index, "failed", "evaluator error: " + error_text(exc),
                                 time.perf_counter() - started)
 
+    def fit_and_save(self, config: dict, index: int, time_limit: Optional[float] = None) -> Optional[str]:
+        """Fit ``config`` on the training rows and save the pipeline where :meth:`saved_path` says, in the worker
+        and stopped after ``time_limit`` seconds (worker start-up included): a final model's refit, which has no
+        rows to be scored on. None when it was saved, else what went wrong."""
+        if self.saved_path(index) is None:
+            return "no folder to save the fitted pipeline in (pipelines_dir)"
+        cut = time.perf_counter() + (self.time_limit if time_limit is None else max(float(time_limit), 0.0))
+        if self.in_process:
+            result = fit_predict(self.build, self.splits, self.task, self.n_classes, self.seed, dict(config),
+                                 save_to=self._save_to(index))
+        else:
+            problem = self._ensure_worker(cut - time.perf_counter())
+            if problem is not None:
+                return problem
+            worker = self._holder[0]
+            self._task_counter += 1
+            try:
+                worker.busy = True
+                worker.conn.send((self._task_counter, dict(config), self._save_to(index)))
+            except Exception as exc:
+                self.close()
+                return "could not send the configuration to the worker: " + error_text(exc)
+            kind, payload = worker.receive(max(cut - time.perf_counter(), 0.0))
+            if kind != "msg":
+                self.close()
+                return ("stopped at the deadline" if kind == "timeout" else
+                        describe_exit(payload) if kind == "dead" else "unreadable result from the worker")
+            result = payload[1]
+        if not result.get("ok"):
+            return (result.get("error") or "unknown error")[:MAX_ERROR_CHARS]
+        return None if result.get("saved") else "the fitted pipeline could not be saved"
+
     @property
     def rows_digest(self) -> Optional[str]:
-        """Digest of the rows saved pipelines are fitted on (optdiv.cash.pipelines); None when none are saved:
-        no ``pipelines_dir``, or cross-validation, whose fold pipelines each miss a fold of the rows."""
-        if self.pipelines_dir is None or getattr(self.splits, "folds", None) is not None:
+        """Digest of the rows (and folds) saved pipelines are fitted on (optdiv.cash.pipelines); None when none
+        are saved: no ``pipelines_dir``, or cross-validation without ``bag_folds`` (its fold pipelines each miss a
+        fold of the rows, so alone none of them is the model that was scored)."""
+        folds = getattr(self.splits, "folds", None)
+        if self.pipelines_dir is None or (folds is not None and not self.bag_folds):
             return None
         if self._rows_digest is None:
-            from .pipelines import rows_digest
+            from .pipelines import splits_digest
 
-            self._rows_digest = rows_digest(self.splits.X_train, self.splits.y_train)
+            self._rows_digest = splits_digest(self.splits.X_train, self.splits.y_train, folds)
         return self._rows_digest
 
     def saved_path(self, index: int):

@@ -141,11 +141,11 @@ def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, c
     Only the validation prediction is timed for ``predict_seconds`` (what a latency constraint bounds), so
     the test rows, which a search never sees, do not change which runs are feasible. Splits with ``folds``
     (cross-validation mode) go to :func:`_fit_predict_folds`, which calls ``on_fold`` after each fold.
-    ``save_to``: where to save the fitted pipeline of a successful holdout fit (after ``seconds`` is taken, so
-    saving does not change ``fit_seconds``).
+    ``save_to``: where to save the fitted pipeline of a successful fit (after ``seconds`` is taken, so saving
+    does not change ``fit_seconds``); under cross-validation the fold pipelines, as one :class:`FoldBag`.
     """
     if getattr(splits, "folds", None) is not None:
-        return _fit_predict_folds(build, splits, task, n_classes, seed, config, on_fold)
+        return _fit_predict_folds(build, splits, task, n_classes, seed, config, on_fold, save_to)
     start = time.perf_counter()
     measures: Dict[str, float] = {}
     try:
@@ -190,8 +190,34 @@ def _predict_rows(pipe, X, task: str, n_classes: Optional[int]) -> np.ndarray:
     return _class_probabilities(pipe, X, n_classes) if task == "classification" else _regression_values(pipe, X)
 
 
+class FoldBag:
+    """The k pipelines of one cross-validated evaluation, averaged: the model whose out-of-fold predictions the
+    search scored and the ensemble was chosen on, so the final model needs no refit on all rows.
+
+    Classification averages the folds' class probabilities (aligned to ``n_classes`` columns as the evaluator
+    aligns them), regression their values."""
+
+    def __init__(self, pipelines, task: str, n_classes: Optional[int] = None):
+        self.pipelines = list(pipelines)
+        self.task = task
+        self.n_classes = n_classes
+        if task == "classification":
+            self.classes_ = np.arange(int(n_classes))
+
+    def predict_proba(self, X) -> np.ndarray:
+        if self.task != "classification":
+            raise AttributeError("predict_proba is only available for classification")
+        return np.mean([_class_probabilities(p, X, self.n_classes) for p in self.pipelines], axis=0)
+
+    def predict(self, X) -> np.ndarray:
+        if self.task == "classification":
+            return np.argmax(self.predict_proba(X), axis=1)
+        return np.mean([np.asarray(p.predict(X), dtype=np.float64).reshape(len(X)) for p in self.pipelines], axis=0)
+
+
 def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict,
-                       on_fold: Optional[Callable[[int, np.ndarray], None]] = None) -> dict:
+                       on_fold: Optional[Callable[[int, np.ndarray], None]] = None,
+                       save_to: Optional[str] = None) -> dict:
     """k-fold :func:`fit_predict`: one pipeline per fold, fitted on the rows outside it; never raises Exception.
 
     The validation prediction is out-of-fold (each row predicted by the one pipeline that did not see it);
@@ -200,11 +226,13 @@ def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed:
     keep every class's column even when a fold's training part lacks that class (``_class_probabilities``
     aligns by ``classes_``). Any fold failing fails the evaluation. ``on_fold(fold, predictions of its rows)``
     runs after each fold is done (the worker's progress message: it restarts the per-fold time limit and lets a
-    later time-out keep the finished folds' loss).
+    later time-out keep the finished folds' loss). ``save_to``: where to save the fold pipelines together, as one
+    :class:`FoldBag`, when the evaluation succeeds.
     """
     start = time.perf_counter()
     measures: Dict[str, float] = {}
     try:
+        fitted = []
         folds = np.asarray(splits.folds).reshape(-1)
         X, y = splits.X_train, np.asarray(splits.y_train)
         if len(folds) != len(X) or len(splits.X_val) != len(X):
@@ -222,6 +250,8 @@ def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed:
                 pipe = build_pipeline(build, config, X_fit, seed, task)
                 model = pipe.steps[-1][1]
                 pipe.fit(X_fit, y[~inside])
+                if save_to is not None:
+                    fitted.append(pipe)
                 began = time.perf_counter()
                 part = _predict_rows(pipe, splits.X_val.iloc[np.flatnonzero(inside)], task, n_classes)
                 seconds += time.perf_counter() - began
@@ -239,8 +269,10 @@ def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed:
             with np.errstate(over="ignore", invalid="ignore"):
                 test = (test / len(ids)).astype(np.float32)
         name = type(final_estimator(model)).__name__
+        seconds = time.perf_counter() - start
+        saved = save_to is not None and _save_fitted(FoldBag(fitted, task, n_classes), save_to, [val, test])
         return {"ok": True, "val_pred": val, "test_pred": test, "model": name,
-                "seconds": time.perf_counter() - start, "measures": measures}
+                "seconds": seconds, "measures": measures, "saved": saved}
     except (Exception, SystemExit) as exc:
         return {"ok": False, "error": error_text(exc), "seconds": time.perf_counter() - start,
                 "restart": isinstance(exc, MemoryError), "measures": measures}

@@ -68,8 +68,11 @@ class Optimizer:
         candidates=None,
         initial: Optional[Sequence[Dict]] = None,
         cost_aware: bool = False,
+        max_share: Optional[float] = None,
     ):
         self.space = space
+        #: the most share of the evaluations one algorithm may take (None: no cap); see :meth:`_capped`
+        self.max_share = None if max_share is None else float(max_share)
         self.cost_aware = bool(cost_aware)
         #: under a wall-time budget, a callable giving the seconds the search may still use (set by the engine)
         self.time_left = None
@@ -110,6 +113,8 @@ class Optimizer:
             config = self._from_portfolio(step, seen)
             if config is not None:
                 return Suggestion(config, time.perf_counter() - start, {"strategy": "portfolio"})
+        if algorithm is None and self.max_share is not None:
+            algorithm = self._capped(history)
         if self.method == "rs" or step < self.n_initial:
             config = self.source.random(rng, seen, algorithm)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random"})
@@ -146,6 +151,23 @@ class Optimizer:
         else:
             index, info = self._diversity_choice(history, obs_x, cand_x, ei, y_val, rng, info)
         return Suggestion(as_dict(candidates[index]), time.perf_counter() - start, info)
+
+    def _capped(self, history) -> Optional[List[str]]:
+        """The algorithms the next suggestion may use under ``max_share``: those that would still hold at most that
+        share of the evaluations (pending ones included) after it; None (any algorithm) when none is over.
+
+        A BO search settles on the first algorithm that does well and spends most of its budget tuning it, so the
+        ensemble is built from one family and the others were never tuned; the cap hands the evaluations beyond
+        the share to the other algorithms, where EI (and the diversity term) still choose among them."""
+        counts: Dict[str, int] = {}
+        for obs in history:
+            counts[obs.algorithm] = counts.get(obs.algorithm, 0) + 1
+        limit = self.max_share * (len(history) + 1)
+        over = {name for name, count in counts.items() if count + 1 > limit}
+        if not over:
+            return None
+        allowed = [name for name in self.source.algorithms() if name not in over]
+        return allowed or None
 
     def _from_portfolio(self, step: int, seen: set) -> Optional[Dict]:
         """The first portfolio entry from position ``step`` on that is not evaluated yet and that the source

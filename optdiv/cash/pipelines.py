@@ -8,7 +8,8 @@ over other rows, finds nothing and refits). The folder is ``models/`` in a run d
 folder the search owns and removes once the final model is built. Disk use is bounded: only the
 :data:`KEEP_BEST` best pipelines by validation loss (no more than :data:`KEEP_BYTES` of them) and those of the
 search's current ensemble (a diverse member may rank low) are kept.
-Cross-validation fits (one pipeline per fold, on a part of the rows) are not saved.
+A cross-validated evaluation's fold pipelines are saved together, as one averaging model
+(:class:`optdiv.cash.fitting.FoldBag`), when the search keeps fold models (``fold_models="bagged"``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,15 @@ def rows_digest(X, y) -> str:
     digest.update(pd.util.hash_pandas_object(X, index=False).to_numpy().tobytes())
     digest.update(np.ascontiguousarray(np.asarray(y)).tobytes())
     return digest.hexdigest()[:16]
+
+
+def splits_digest(X, y, folds=None) -> str:
+    """The digest saved pipelines are filed under: the rows' (:func:`rows_digest`), and under cross-validation the
+    fold assignment's too, since a saved fold bag holds one pipeline per fold of exactly those folds."""
+    digest = rows_digest(X, y)
+    if folds is None:
+        return digest
+    return digest + "-cv" + hashlib.sha256(np.ascontiguousarray(np.asarray(folds, dtype=np.int64))).hexdigest()[:8]
 
 
 def pipeline_path(folder, digest: str, index: int) -> Path:
@@ -96,6 +106,10 @@ class SavedPipelines:
             return joblib.load(path)
         except Exception:
             return None
+
+    def has(self, digest: str, index: int) -> bool:
+        """Whether evaluation ``index``'s pipeline for the rows of ``digest`` is saved."""
+        return self.path(digest, index).is_file()
 
     def bytes_of(self, digest: str, indices: Sequence[int]) -> int:
         total = 0

@@ -16,6 +16,10 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 from optdiv.cash.budget import DEFAULT_TIME_LIMIT
 
 
+#: What a cross-validated search's final members are: one model refitted on all rows, or the fold models averaged.
+FOLD_MODELS = ("refit", "bagged")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """The options of one search (see :func:`optdiv.cash.engine.search` for what each one does).
@@ -42,6 +46,8 @@ class RunConfig:
     pool: str = "caruana"  # DivBO / OptDivBO's temporary pool builder
     constraints: Sequence = ()
     cv: Union[int, str, None] = None
+    fold_models: str = "refit"  # under cv: "refit" one model on all rows, or keep the fold models "bagged"
+    algorithm_share: Optional[float] = None  # most share of the evaluations one algorithm may take (None: no cap)
     portfolio: Any = None
     cost_aware: bool = False
     workers: Optional[int] = None
@@ -49,6 +55,12 @@ class RunConfig:
     faults: Any = None
     memory_limit_mb: Optional[int] = None
     optimizer_options: Optional[Dict] = None  # the strategy's own keyword options (research and tests)
+
+    def __post_init__(self):
+        if self.fold_models not in FOLD_MODELS:
+            raise ValueError(f"fold_models must be one of {', '.join(FOLD_MODELS)}; got {self.fold_models!r}")
+        if self.algorithm_share is not None and not 0 < float(self.algorithm_share) <= 1:
+            raise ValueError(f"algorithm_share must be in (0, 1] or None; got {self.algorithm_share!r}")
 
     @classmethod
     def names(cls) -> Tuple[str, ...]:
@@ -90,6 +102,8 @@ class RunConfig:
         faults = parse_faults(self.faults, self.seed)
         if faults is not None:
             out["faults"] = faults.text()
+        if self.algorithm_share is not None:
+            out["algorithm_share"] = float(self.algorithm_share)
         if self.memory_limit_mb is not None:
             out["memory_limit_mb"] = int(self.memory_limit_mb)
         if self.portfolio is not None:

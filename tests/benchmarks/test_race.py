@@ -220,3 +220,79 @@ def test_equal_error_counts_in_another_order_are_at_or_below_the_peer(race):
     assert summary["variants"]["optdiv"]["at_or_below"] == 1
     nearly = rows[:-1] + [_record("d", "classification", 2, "optdiv", 0.3 + 1e-6)]  # a real difference stays one
     assert race.summarize(nearly)["variants"]["optdiv"]["at_or_below"] == 0
+
+
+def test_a_default_is_reported_only_on_the_half_it_was_not_chosen_on(race, tmp_path):
+    """Lever x helps on half a only, lever y on half b only: each half reports the lever taken on the other."""
+    halves = (("a1", "a2"), ("b1", "b2"))
+    rows = []
+    for dataset in ("a1", "a2", "b1", "b2"):
+        for seed in range(3):
+            base = 10.0 + seed
+            x = base - 1 if dataset.startswith("a") else base + 1
+            y = base + 2 if dataset.startswith("a") else base - 2
+            rows += [_record(dataset, "classification", seed, "optdiv", base),
+                     _record(dataset, "classification", seed, "optdiv:x=1", x),
+                     _record(dataset, "classification", seed, "optdiv:y=1", y),
+                     _record(dataset, "classification", seed, "autosklearn", base)]
+    system, stats = race.choose(rows, "optdiv", ["optdiv:x=1", "optdiv:y=1"], halves[0])
+    assert system == "optdiv:x=1"
+    assert (stats["optdiv:x=1"]["better"], stats["optdiv:y=1"]["worse"]) == (6, 6)
+    composed, decisions = race.chosen_elsewhere(rows, "optdiv", ["optdiv:x=1", "optdiv:y=1"], halves)
+    assert [d["system"] for d in decisions] == ["optdiv:x=1", "optdiv:y=1"]
+    reported = {(r["dataset"], r["seed"]): (r["chosen_system"], r["test_error"]) for r in composed}
+    # half b reports x, chosen on a (worse there), half a reports y, chosen on b
+    assert reported["b1", 0] == ("optdiv:x=1", 11.0) and reported["a2", 2] == ("optdiv:y=1", 14.0)
+    assert {r["system"] for r in composed} == {race.CHOSEN} and len(composed) == 12
+    # a lever that helps nowhere leaves the reference in place
+    assert race.choose(rows, "optdiv", ["optdiv:y=1"], halves[0])[0] == "optdiv"
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert race.main(["choose", "--out", str(out), "--candidates", "optdiv:x=1,optdiv:y=1", "--half", "a1,a2"]) == 0
+    text = (out / "chosen.md").read_text()
+    assert "## Chosen on a1, a2: `optdiv:x=1`" in text and "## Chosen on b1, b2: `optdiv:y=1`" in text
+    assert f"| {race.CHOSEN} | better peer | 12 |" in text
+
+
+def test_search_statistics_of_optdiv_fits(race):
+    record = _record("d", "classification", 0, "optdiv", 12.0, wall=150.0)
+    record["seconds"] = 180.0
+    record["extra"] = {"algorithms": {"lightgbm": 6, "knn": 2}, "ensemble_val": 0.1}
+    assert race.top_algorithm_share(record) == pytest.approx(0.75)
+    assert race.validation_test_gap(record) == pytest.approx(2.0)  # 12 % on test, 10 % on validation
+    regression = {**record, "task": "regression", "test_error": 0.3, "extra": {"ensemble_val": 0.2}}
+    assert race.validation_test_gap(regression) == pytest.approx(0.1) and race.top_algorithm_share(regression) is None
+    summary = race.summarize([record])
+    assert summary["cells"]["d", "optdiv"]["top_share"] == pytest.approx(0.75)
+    assert summary["overrun"]["optdiv"]["early"] == 1 and summary["overrun"]["optdiv"]["min_over"] == -30.0
+    assert "| d | 0.75 / 2.00 |" in race.render(summary)
+
+
+def test_autogluon_best_quality_is_a_peer_in_the_autogluon_environment(race):
+    assert race.parse_system("autogluon-best") == ("autogluon-best", {})
+    assert race.ENVIRONMENT["autogluon-best"] == "autogluon" and "autogluon-best" in race.PEERS
+    assert race.AUTOGLUON_PRESETS["autogluon-best"] == "best_quality"
+    rows = [_record("d", "classification", s, system, e) for s in range(2)
+            for system, e in (("autosklearn", 10.0), ("autogluon", 11.0), ("autogluon-best", 9.0), ("optdiv", 9.5))]
+    summary = race.summarize(rows)
+    assert summary["better_peer"]["d"] == "autogluon-best"
+    assert summary["variants"]["optdiv"]["at_or_below"] == 0
+
+
+def test_an_option_that_changes_nothing_on_a_dataset_is_run_and_recorded_once(race):
+    bagged = "optdiv:algorithm_share=0.5;fold_models=bagged"
+    assert race.effective_system(bagged, 30000) == "optdiv:algorithm_share=0.5"  # no cross-validation there
+    assert race.effective_system(bagged, 2000) == bagged
+    assert race.effective_system("optdiv:cv=5;fold_models=bagged", 30000) == "optdiv:cv=5;fold_models=bagged"
+    todo, _ = race.plan([], ["big", "small"], [0], ["optdiv:algorithm_share=0.5", bagged],
+                        n_train={"big": 30000, "small": 2000})
+    assert todo == [("big", 0, "optdiv:algorithm_share=0.5"), ("small", 0, "optdiv:algorithm_share=0.5"),
+                    ("small", 0, bagged)]
+    rows = [_record("big", "classification", 0, "optdiv:algorithm_share=0.5", 7.0),
+            _record("small", "classification", 0, bagged, 9.0)]
+    for row in rows:
+        row["n_train"] = 30000 if row["dataset"] == "big" else 2000
+    filled = race.with_same_fits(rows)
+    alias = [r for r in filled if r.get("same_as")]
+    assert [(r["dataset"], r["system"], r["test_error"]) for r in alias] == [("big", bagged, 7.0)]

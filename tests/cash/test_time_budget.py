@@ -149,14 +149,36 @@ def test_refit_on_train_and_validation_refits_unless_the_deadline_forbids_it(cls
     proba = model.predict_proba(cls_splits.X_val)
     combined = sum(w * result.history[i].val_pred for i, w in zip(result.member_indices, result.weights))
     np.testing.assert_allclose(proba, combined, atol=1e-5)  # the saved fits are the evaluated ones
-    fit_model(*args, refit=True, deadline=Deadline(time.perf_counter() + 60))
-    assert tiny_space.FITS["count"] == len(result.member_indices)  # refitted on train+validation
-    assert result.info["final_model"]["rows"] == "train+validation"
-    tiny_space.FITS["count"] = 0
-    fit_model(*args, refit=True, deadline=Deadline(time.perf_counter() + 0.1))
+    model = fit_model(*args, refit=True, deadline=Deadline(time.perf_counter() + 60))
+    final = result.info["final_model"]  # under a deadline the refits run in a worker process, stopped at it
+    assert final["refitted"] == len(result.member_indices) and final["loaded"] == 0 and "refit_failed" not in final
+    assert final["rows"] == "train+validation"
+    assert [m["rows"] for m in model.info] == ["train+validation"] * len(model.members)
+    refitted = model.predict_proba(cls_splits.X_val)
+    assert refitted.shape == proba.shape and not np.allclose(refitted, proba)  # other rows, another model
+    model = fit_model(*args, refit=True, deadline=Deadline(time.perf_counter() + 0.1))
     assert tiny_space.FITS["count"] == 0
     assert result.info["final_model"]["rows"] == "train"
     assert "refit_skipped" in result.info["final_model"]
+
+
+def test_a_refit_in_the_worker_is_saved_or_stopped_at_its_time_limit(tmp_path):
+    from optdiv.cash.data import Splits
+    from optdiv.cash.pipelines import SavedPipelines, splits_digest
+
+    cancer = split(load_dataset("sklearn:breast_cancer"), seed=0)
+    rows = Splits(cancer.X_train, cancer.y_train, None, None, None, None)  # a refit has no rows to score
+    saved = SavedPipelines(tmp_path / "models")
+    with Evaluator(builders.by_name, rows, "classification", "error", n_classes=2, time_limit=60,
+                   pipelines_dir=saved.folder) as ev:
+        assert ev.fit_and_save({"algorithm": "majority"}, 3) is None
+        assert saved.load(splits_digest(cancer.X_train, cancer.y_train), 3).predict(cancer.X_test).shape == (
+            len(cancer.X_test),)
+        began = time.perf_counter()
+        error = ev.fit_and_save({"algorithm": "sleeper", "sleep": 30}, 4, time_limit=1.0)
+        assert error == "stopped at the deadline"
+        assert time.perf_counter() - began < 1.0 + 2 * KILL_GRACE + 1.0
+        assert not saved.has(splits_digest(cancer.X_train, cancer.y_train), 4)
 
 
 def test_a_resumed_run_without_saved_pipelines_still_builds_its_model(tmp_path):
@@ -215,7 +237,7 @@ def test_run_stores_the_seconds_an_automatic_time_limit_stands_for(tmp_path):
 
 
 def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_the_rest_on_train(cls_splits):
-    from optdiv.cash.engine import REFIT_SAFETY, _members_to_refit
+    from optdiv.cash.engine import REFIT_SAFETY, REFIT_WORKER_START, WORKER_REFIT_SAFETY, _members_to_refit
 
     result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
                     budget=12, seed=2)
@@ -227,12 +249,13 @@ def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_t
     assert _members_to_refit(result, 4 / 3, left=1.5 * one) == {heaviest}  # one refit fits, two do not
     assert _members_to_refit(result, 4 / 3, left=None) == set(range(len(result.member_indices)))
     assert _members_to_refit(result, 4 / 3, left=0.9 * one) == set()
-    # end to end: enough time for exactly one refit
+    # end to end, the refits in a worker process: enough time for exactly one refit
     args = (result, result.space, cls_splits, "classification", [0, 1], None, 2)
-    tiny_space.FITS["count"] = 0
-    model = fit_model(*args, refit=True, deadline=Deadline(time.perf_counter() + FINISH_SECONDS + 1.5 * one))
+    one = WORKER_REFIT_SAFETY * 1.0
+    model = fit_model(*args, refit=True, deadline=Deadline(time.perf_counter() + FINISH_SECONDS + REFIT_WORKER_START
+                                                           + 1.5 * one))
     final = result.info["final_model"]
-    assert tiny_space.FITS["count"] == 1 and final["refitted"] == 1
+    assert final["refitted"] == 1 and "refit_failed" not in final
     assert final["loaded"] == len(model.members) - 1
     assert final["rows"].startswith("train+validation for 1 of") and "refit_skipped" in final
     assert [m["rows"] for m in model.info if m["source"] == "refitted"] == ["train+validation"]
