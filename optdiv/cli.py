@@ -74,12 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--task", default="auto", choices=["auto", "classification", "regression"])
     run.add_argument("--metric", help="error (default), log_loss, brier | mse (default), mae; or another name of "
                                        "one of them (accuracy, cross_entropy, rmse, r2, ...)")
-    run.add_argument("--method", default="optdivbo", help="optdivbo, divbo, bo-es, rb-es, ... (`optdiv methods` lists all)")
-    run.add_argument("--space", default="autosklearn", help="autosklearn or autogluon")
-    run.add_argument("--budget", type=int, default=50, help="number of evaluations")
+    run.add_argument("--method", help="optdivbo, divbo, bo-es, rb-es, ... (`optdiv methods` lists all)")
+    run.add_argument("--space", help="autosklearn or autogluon")
+    run.add_argument("--budget", type=int, help="number of evaluations")
     run.add_argument("--time-budget", type=float,
                      help="wall-time budget in seconds of the whole run: loading, search, final model and saving")
-    run.add_argument("--time-limit", type=_seconds_or_auto, default="auto", metavar="SECONDS|auto",
+    run.add_argument("--time-limit", type=_seconds_or_auto, metavar="SECONDS|auto",
                      help="wall-time limit of one evaluation's fit; with --cv K, of each fold's fit (so an "
                           "evaluation may take up to K x this in all). auto (default): a tenth of --time-budget, "
                           "between 10 and 120 s; 120 s without a time budget")
@@ -91,36 +91,36 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--inject-faults", metavar="SPEC",
                      help="tests and demos: e.g. raise=0.3,hang=0.1,nan=0.05 makes that fraction of evaluations raise, "
                           "hang past --time-limit or predict NaN (deterministic per seed and evaluation)")
-    run.add_argument("--ensemble", default="caruana", choices=["caruana", "agnostic_bayes", "amin", "smin"],
+    run.add_argument("--ensemble", choices=["caruana", "agnostic_bayes", "amin", "smin"],
                      help="final ensemble builder of the ensemble methods")
-    run.add_argument("--sampler", default="bootstrap",
+    run.add_argument("--sampler",
                      choices=["bootstrap", "bayesian_bootstrap", "dirichlet", "student_t"],
                      help="Agnostic Bayes posterior sampler (dirichlet needs 0/1 loss)")
-    run.add_argument("--pool", default="caruana", choices=["caruana", "agnostic_bayes"],
+    run.add_argument("--pool", choices=["caruana", "agnostic_bayes"],
                      help="how DivBO / OptDivBO build their temporary pool")
     run.add_argument("--vote", action="store_true", help="classification: weighted majority vote, not averaged probabilities")
-    run.add_argument("--ensemble-size", type=int, default=25)
-    run.add_argument("--ensemble-loss", metavar="METRIC", default="auto",
+    run.add_argument("--ensemble-size", type=int)
+    run.add_argument("--ensemble-loss", metavar="METRIC",
                      help="what the final ensemble selection minimises: auto (log_loss for 0/1 error, else the "
                           "metric: measured to over-fit the validation rows least), or a metric name")
-    run.add_argument("--ensemble-bags", type=_bags, default="auto", metavar="N",
+    run.add_argument("--ensemble-bags", type=_bags, metavar="N",
                      help="average N ensemble selections on bootstrap samples of the validation rows: auto (20 "
                           "for regression, 0 for classification) or a number (0: one selection)")
-    run.add_argument("--refit", action=argparse.BooleanOptionalAction, default=True,
+    run.add_argument("--refit", action=argparse.BooleanOptionalAction,
                      help="refit the members on train+validation, heaviest first as far as the time budget allows "
                           "(default; --no-refit keeps them fitted on the training rows)")
-    run.add_argument("--cv", type=_folds, default="auto", metavar="K|auto|none",
+    run.add_argument("--cv", type=_folds, metavar="K|auto|none",
                      help="evaluate by K-fold cross-validation over train+validation (out-of-fold predictions; "
                           "Agnostic Bayes's rho is tuned) instead of the holdout validation split (none); "
                           "--time-limit then applies to each fold. auto (default): 5 folds on at most 4,000 "
                           "train+validation rows, else the holdout split")
-    run.add_argument("--fold-models", default="refit", choices=["refit", "bagged"],
+    run.add_argument("--fold-models", choices=["refit", "bagged"],
                      help="under --cv: refit each member once on all rows (refit, default), or keep its fold models "
                           "and average them (bagged: the models the ensemble was chosen on, no refit)")
     run.add_argument("--algorithm-share", type=_share, metavar="S",
                      help="after the initial design, no algorithm may take more than this share (0-1) of the "
                           "evaluations: the search then tunes the others (BO-family methods; default: no cap)")
-    run.add_argument("--portfolio", metavar="auto|defaults|builtin|none|FILE", default="auto",
+    run.add_argument("--portfolio", metavar="auto|defaults|builtin|none|FILE",
                      help="warm start: evaluate these configurations first instead of random ones (defaults: each "
                           "strong algorithm at its library's defaults; builtin: the portfolio shipped for the space "
                           "and task; none: a random start; BO-family methods only). auto (default): defaults for "
@@ -129,9 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="under --time-budget, prefer at equal promise configurations predicted to fit the time "
                           "left (BO-family methods)")
     run.add_argument("--constraint", action="append", type=_constraint, metavar="NAME<=X", help=CONSTRAINT_HELP)
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=int)
     run.add_argument("--out", help="run directory for the log, predictions, result.json and model.joblib")
     run.add_argument("--resume", action="store_true", help="continue the run stored in --out")
+    run.set_defaults(**_product_defaults(run))  # the one place: RunConfig.product()
     run.add_argument("--quiet", action="store_true", help="no progress bar")
 
     show = sub.add_parser("show", help="leaderboard and figures of one run directory (finished, running or killed)")
@@ -222,6 +223,20 @@ class ProgressBar:
 
 #: ``optdiv run`` flags whose names differ from the RunConfig field they set.
 _FLAG_OF = {"constraints": "constraint", "faults": "inject_faults", "memory_limit_mb": "memory_limit"}
+
+
+def _product_defaults(parser) -> dict:
+    """``optdiv run``'s defaults: :meth:`RunConfig.product`'s value of every option the parser has a flag for."""
+    from optdiv.cash.run_config import RunConfig
+
+    flags = {action.dest for action in parser._actions}
+    product = RunConfig.product()
+    return {_FLAG_OF.get(name, name): getattr(product, name) for name in RunConfig.names()
+            if _FLAG_OF.get(name, name) in flags and name not in _LISTS}
+
+
+#: RunConfig fields whose flags collect values (repeatable) and so start from argparse's own None.
+_LISTS = ("constraints",)
 
 
 def run_config_from_args(args):

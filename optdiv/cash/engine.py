@@ -23,7 +23,6 @@ from optdiv.cash.evaluator import Evaluator
 from optdiv.cash.fitting import build_pipeline
 from optdiv.cash.faults import inject_faults, parse_faults
 from optdiv.cash.final_ensemble import (
-    AUTO,
     ENSEMBLE_BUILDERS,
     EnsembleModel,
     FinalSettings,
@@ -754,9 +753,8 @@ def run(
     return result, summary
 
 
-#: ``run``'s defaults: the papers' protocol with the automatic time limit and the measured final-ensemble settings
-#: (the command line and the estimators also choose cross-validation by the data's size, ``cv="auto"``).
-RUN_DEFAULTS = RunConfig(time_limit=AUTO, ensemble_loss=AUTO, ensemble_bags=AUTO)
+#: ``run``'s defaults: the product's, as ``optdiv run`` and the estimators have them.
+RUN_DEFAULTS = RunConfig.product()
 
 
 def _as_stored(settings: Dict, stored: Optional[Dict]) -> Dict:

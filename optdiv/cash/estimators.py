@@ -63,37 +63,42 @@ from optdiv.cash.engine import fit_model, search
 from optdiv.cash.run_config import RunConfig
 
 
+#: The product's defaults (one place for them: :meth:`RunConfig.product`), which the constructors repeat as their
+#: parameters' defaults so that ``get_params``, ``clone`` and grid search see them.
+_PRODUCT = RunConfig.product()
+
+
 class _OptDivEstimator(BaseEstimator):
     _task = ""
 
     def __init__(
         self,
-        method: str = "optdivbo",
-        space="autosklearn",
-        metric: Optional[str] = None,
-        budget: Optional[int] = 50,
-        time_budget: Optional[float] = None,
-        time_limit="auto",
-        ensemble: str = "caruana",
-        ensemble_size: int = 25,
-        refit: bool = True,
+        method: str = _PRODUCT.method,
+        space=_PRODUCT.space,
+        metric: Optional[str] = _PRODUCT.metric,
+        budget: Optional[int] = _PRODUCT.budget,
+        time_budget: Optional[float] = _PRODUCT.time_budget,
+        time_limit=_PRODUCT.time_limit,
+        ensemble: str = _PRODUCT.ensemble,
+        ensemble_size: int = _PRODUCT.ensemble_size,
+        refit: bool = _PRODUCT.refit,
         validation_size: float = 0.25,
-        seed: int = 0,
-        portfolio="auto",
-        cv="auto",
-        fold_models: str = "refit",
-        algorithm_share: Optional[float] = None,
-        ensemble_loss: Optional[str] = "auto",
-        ensemble_bags="auto",
-        cost_aware: bool = False,
-        sampler: str = "bootstrap",
-        vote: bool = False,
-        pool: str = "caruana",
+        seed: int = _PRODUCT.seed,
+        portfolio=_PRODUCT.portfolio,
+        cv=_PRODUCT.cv,
+        fold_models: str = _PRODUCT.fold_models,
+        algorithm_share: Optional[float] = _PRODUCT.algorithm_share,
+        ensemble_loss: Optional[str] = _PRODUCT.ensemble_loss,
+        ensemble_bags=_PRODUCT.ensemble_bags,
+        cost_aware: bool = _PRODUCT.cost_aware,
+        sampler: str = _PRODUCT.sampler,
+        vote: bool = _PRODUCT.vote,
+        pool: str = _PRODUCT.pool,
         constraints=None,
-        workers: Optional[int] = None,
-        scheduler: Optional[str] = None,
-        memory_limit_mb: Optional[int] = None,
-        faults=None,
+        workers: Optional[int] = _PRODUCT.workers,
+        scheduler: Optional[str] = _PRODUCT.scheduler,
+        memory_limit_mb: Optional[int] = _PRODUCT.memory_limit_mb,
+        faults=_PRODUCT.faults,
     ):
         self.method = method
         self.space = space

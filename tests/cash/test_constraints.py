@@ -169,7 +169,8 @@ LATENCY = "predict_seconds<=0.1"
 @pytest.mark.timing
 def test_live_run_marks_slow_predictors_infeasible_and_keeps_them_out_of_the_ensemble(cls_csv, tmp_path):
     out = tmp_path / "run"
-    kwargs = dict(target="target", out=str(out), seed=0, method="rs-es", space=latency_space(), ensemble_size=10)
+    kwargs = dict(target="target", out=str(out), seed=0, method="rs-es", space=latency_space(), ensemble_size=10,
+                  cv=None)
     result, summary = run(str(cls_csv), budget=6, constraints=[LATENCY], **kwargs)
     history = result.history
     assert len(history) == 6  # infeasible runs count against the budget; the search went on

@@ -114,3 +114,39 @@ def test_the_run_s_ensemble_size_reaches_the_diversity_pool(cls_splits, monkeypa
     search(cls_splits, "classification", n_classes=2, method="divbo", space=tiny_space("classification"),
            budget=6, seed=0, optimizer_options=FAST)
     assert sizes == [4, 25]
+
+
+def test_the_command_line_python_run_and_the_estimators_search_with_the_same_defaults():
+    from optdiv.cash.constraints import parse_constraints
+    from optdiv.cash.engine import RUN_DEFAULTS
+
+    product = RunConfig.product()
+
+    def plain(config):  # constraints: None and () both mean none
+        return {**config.options(), "constraints": parse_constraints(config.constraints)}
+
+    cli = run_config_from_args(build_parser().parse_args(["run", "--data", "x.csv"]))
+    assert plain(cli) == plain(product)
+    assert plain(RUN_DEFAULTS) == plain(product)
+    for estimator in (OptDivClassifier(), OptDivRegressor()):
+        assert plain(estimator.run_config()) == plain(product)
+    # the product departs from the papers' protocol, which search() and the benchmarks keep
+    papers = RunConfig()
+    assert (product.cv, product.portfolio, product.refit) == ("auto", "auto", True)
+    assert (papers.cv, papers.portfolio, papers.refit) == (None, None, False)
+    assert RunConfig.product(refit=False).refit is False
+
+
+def test_optdiv_run_and_the_command_line_make_the_same_search(tmp_path):
+    from optdiv.cli import main
+
+    frame = load_breast_cancer(as_frame=True).frame.sample(200, random_state=3)
+    data = tmp_path / "bc.csv"
+    frame.to_csv(data, index=False)
+    assert main(["run", "--data", str(data), "--budget", "3", "--out", str(tmp_path / "cli"), "--quiet"]) == 0
+    run(str(data), budget=3, out=str(tmp_path / "python"))
+    a, b = (json.loads((tmp_path / d / "result.json").read_text()) for d in ("cli", "python"))
+    assert a["evaluation"] == b["evaluation"] == "5-fold CV"  # cross-validation on small data, both ways
+    assert [m["config"] for m in a["ensemble"]] == [m["config"] for m in b["ensemble"]]
+    assert a["val_error"] == b["val_error"] and a["test_error"] == b["test_error"]
+    assert a["final_model"]["rows"] == b["final_model"]["rows"] == "train+validation"
