@@ -150,10 +150,11 @@ def from_frame(frame: pd.DataFrame, target: Optional[str] = None, task: str = "a
     return _make_dataset(name, frame.drop(columns=[target]), frame[target], task)
 
 
-def from_xy(X, y, task: str = "auto", name: str = "data", classes=None) -> Dataset:
+def from_xy(X, y, task: str = "auto", name: str = "data", classes=None, min_rows: int = MIN_ROWS) -> Dataset:
     """Validate features (DataFrame or 2-D array) and a target (Series or 1-D array).
 
-    ``classes`` (the training labels) maps a validation target onto the training class indices.
+    ``classes`` (the training labels) maps a validation target onto the training class indices; ``min_rows``: the
+    fewest rows taken (the estimators take fewer than a run's 60/20/20 split needs).
     """
     _check_task(task)
     if isinstance(X, pd.DataFrame):
@@ -169,13 +170,13 @@ def from_xy(X, y, task: str = "auto", name: str = "data", classes=None) -> Datas
     if y.name is None or str(y.name) in map(str, X.columns):
         y.name = "target"
     if classes is None:
-        return _make_dataset(name, X, y, task)
+        return _make_dataset(name, X, y, task, min_rows)
     known = {label: i for i, label in enumerate(np.asarray(classes).tolist())}
     unknown = sorted({repr(v) for v in y.tolist() if v not in known})
     if unknown:
         raise DataError(f"{name!r} has labels not seen in training: {', '.join(unknown[:10])}")
     codes = pd.Series([known[v] for v in y.tolist()], name=y.name)
-    data = _make_dataset(name, X, codes, "regression")  # same checks; labels are already indices
+    data = _make_dataset(name, X, codes, "regression", min_rows)  # same checks; labels are already indices
     return Dataset(name, data.X, codes.to_numpy(dtype=np.int64), "classification", np.asarray(classes))
 
 
@@ -284,7 +285,7 @@ def detect_task(y: pd.Series) -> str:
     return "regression"
 
 
-def _make_dataset(name: str, X: pd.DataFrame, y: pd.Series, task: str) -> Dataset:
+def _make_dataset(name: str, X: pd.DataFrame, y: pd.Series, task: str, min_rows: int = MIN_ROWS) -> Dataset:
     X = X.reset_index(drop=True)
     X.columns = [str(c) for c in X.columns]
     y = y.reset_index(drop=True)
@@ -294,8 +295,8 @@ def _make_dataset(name: str, X: pd.DataFrame, y: pd.Series, task: str) -> Datase
     dup = sorted({c for c in X.columns if list(X.columns).count(c) > 1})
     if dup:
         raise DataError(f"dataset {name!r} has duplicate column names: {', '.join(map(repr, dup))}")
-    if len(X) < MIN_ROWS:
-        raise DataError(f"dataset {name!r} has {len(X)} rows; at least {MIN_ROWS} are needed")
+    if len(X) < min_rows:
+        raise DataError(f"dataset {name!r} has {len(X)} rows; at least {min_rows} are needed")
 
     missing = y.isna().to_numpy()
     if missing.any():

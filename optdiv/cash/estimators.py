@@ -58,6 +58,7 @@ from optdiv.cash.data import (
     resolve_cv,
     split_train_validation,
 )
+from optdiv.cash import sklearn_inputs
 from optdiv.cash.budget import deadline_for
 from optdiv.cash.engine import fit_model, search
 from optdiv.cash.run_config import RunConfig
@@ -138,11 +139,17 @@ class _OptDivEstimator(BaseEstimator):
         started = time.perf_counter()
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
-        data = from_xy(X, y, task=self._task, name=type(self).__name__)
+        name = type(self).__name__
+        classification = self._task == "classification"
+        X = sklearn_inputs.features(X, name, min_rows=sklearn_inputs.MIN_FIT_ROWS)
+        y = sklearn_inputs.target(y, len(X), name, classification)
+        data = from_xy(X, y, task=self._task, name=name, min_rows=sklearn_inputs.MIN_FIT_ROWS)
         if X_val is None:
             splits = split_train_validation(data, seed=self.seed, val_size=self.validation_size)
         else:
-            val = from_xy(X_val, y_val, task=self._task, name="validation", classes=data.classes)
+            X_val = sklearn_inputs.features(X_val, name)
+            y_val = sklearn_inputs.target(y_val, len(X_val), name, classification)
+            val = from_xy(X_val, y_val, task=self._task, name="validation", classes=data.classes, min_rows=1)
             check_predict_columns(list(data.X.columns), val.X)
             splits = Splits(data.X, data.y, val.X[list(data.X.columns)], val.y, None, None)
         # "auto" keeps a validation set the caller gave; a number of folds pools it with the training rows
@@ -241,7 +248,20 @@ class _OptDivEstimator(BaseEstimator):
 
     def predict(self, X):
         self._check_fitted()
-        return self.ensemble_.predict(X)
+        return self.ensemble_.predict(self._predict_input(X))
+
+    def _predict_input(self, X):
+        return sklearn_inputs.predict_features(X, self.feature_names_in_, type(self).__name__)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified (sklearn_inputs.DENSE_LIMIT_BYTES)
+        tags.input_tags.allow_nan = True  # every pipeline imputes missing values
+        tags.non_deterministic = True  # the search is timed: a time budget ends it after as many fits as fit
+        return tags
+
+    def _more_tags(self):  # the same for scikit-learn before 1.6
+        return {"allow_nan": True, "non_deterministic": True, "X_types": ["2darray", "sparse", "categorical"]}
 
 
 class OptDivClassifier(ClassifierMixin, _OptDivEstimator):
@@ -251,7 +271,7 @@ class OptDivClassifier(ClassifierMixin, _OptDivEstimator):
 
     def predict_proba(self, X):
         self._check_fitted()
-        return self.ensemble_.predict_proba(X)
+        return self.ensemble_.predict_proba(self._predict_input(X))
 
 
 class OptDivRegressor(RegressorMixin, _OptDivEstimator):

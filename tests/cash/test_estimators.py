@@ -68,8 +68,8 @@ def test_errors_are_clear():
         OptDivClassifier(budget=1).fit(x, y, X_val=x)
     with pytest.raises(DataError, match="single class"):
         OptDivClassifier(budget=1).fit(x[:50], np.zeros(50))
-    with pytest.raises(DataError, match="at least 20"):
-        OptDivClassifier(budget=1).fit(x[:10], y[:10])
+    with pytest.raises(ValueError, match=r"3 sample\(s\) \(shape=\(3, 30\)\) while a minimum of 5"):
+        OptDivClassifier(budget=1).fit(x[:3], y[:3])
     with pytest.raises(DataError, match="not seen in training"):
         OptDivClassifier(budget=1, space=tiny_space("classification")).fit(
             x[:100], y[:100], X_val=x[100:130], y_val=np.full(30, 7)
