@@ -64,6 +64,7 @@ class SearchResult:
     vote: bool = False
     pipelines: Optional[SavedPipelines] = None  # the evaluator's saved fits, which fit_model loads
     deadline: Optional[Deadline] = None  # when the whole call must end (fit_model keeps to it too)
+    refitter: Optional["Refitter"] = None  # the worker started during the search for fit_model's refits
 
 
 #: Members whose refit time is reserved when the likely final members cannot be chosen (no validation targets):
@@ -187,6 +188,7 @@ class _Prepared:
     digest: Optional[str]  # None: nothing is saved (cross-validation without fold bags, a replay)
     latest: List = field(default_factory=list)  # the history as the loop last handed it over
     _reserve: Optional[tuple] = None  # (history key, seconds) of the last reserve computed
+    refitter: Optional["Refitter"] = None  # started now, so the final refits need not wait for a worker
 
     def search_left(self) -> float:
         """Seconds the search may still use: the time left less what building the final model needs."""
@@ -200,7 +202,7 @@ class _Prepared:
             members = likely_members(self.latest, self.splits.y_val, self.ensemble_loss or self.loss,
                                      self.config.ensemble_size, self.config.seed)
             self._reserve = (key, _finish_reserve(members, self.pipelines, self.digest, self.config.refit,
-                                                  self.n_folds))
+                                                  self.n_folds, started=self.refitter is not None))
         return self._reserve[1]
 
     def finished(self, done: List, ensemble: Sequence[int] = ()) -> None:
@@ -296,6 +298,13 @@ def _prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store, 
                               pipelines_dir=None if pipelines is None else pipelines.folder,
                               bag_folds=c.fold_models == "bagged")
     digest = getattr(evaluator, "rows_digest", None)  # None: nothing is saved (cross-validation, a replay)
+    refitter = None
+    if c.refit and deadline is not None and pipelines is not None and folds is None and digest is not None:
+        import pandas as pd
+
+        refitter = Refitter(space, pd.concat([splits.X_train, splits.X_val], axis=0),
+                            np.concatenate([splits.y_train, splits.y_val]), task, n_classes, seed, pipelines,
+                            deadline)
     runner = make_runner(inject_faults(evaluator, faults), c.workers, c.scheduler)
     history = store.load() if store is not None else []
     prepared = _Prepared(
@@ -303,7 +312,7 @@ def _prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store, 
         strategy=strategy, space=space, loss=loss, ensemble_loss=ensemble_loss, ensemble_bags=ensemble_bags,
         constraints=constraints, n_folds=n_folds, runner=runner, history=history,
         predictor=DurationPredictor(history), deadline=deadline, start=start, started=started, pipelines=pipelines,
-        digest=digest, latest=history)
+        digest=digest, latest=history, refitter=refitter)
     if deadline is not None and cost_aware:
         strategy.time_left = prepared.search_left  # cost-aware suggestion weighs candidates by the search's time left
     return prepared
@@ -344,6 +353,7 @@ def _finalize(prepared: _Prepared, outcome: LoopResult, classes, columns) -> Sea
         vote=choice.vote,
         pipelines=p.pipelines,
         deadline=p.deadline,
+        refitter=p.refitter,
     )
     if splits.y_test is not None:
         if c.refit:
@@ -377,14 +387,14 @@ def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) ->
 
 
 def _finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
-                    n_folds: Optional[int]) -> float:
+                    n_folds: Optional[int], started: bool = False) -> float:
     """Predicted seconds from the end of the search to the end of the call for the final ``members``:
     :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits :func:`fit_model` does.
 
     A k-fold evaluation's ``fit_seconds`` covers k fits on (k-1)/k of the rows, one refit on all rows about
     1/(k-1) of it (needed only when its fold pipelines are not saved); a refit on train+validation fits a third
-    more rows than the 60 % training part, in a worker process under the deadline
-    (:data:`WORKER_REFIT_SAFETY` and :data:`REFIT_WORKER_START`).
+    more rows than the 60 % training part, in a worker process under the deadline (:data:`WORKER_REFIT_SAFETY`;
+    :data:`REFIT_WORKER_START` unless that worker was ``started`` during the search).
     """
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:
@@ -394,7 +404,7 @@ def _finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], dige
         if digest is None:
             reserve += REFIT_SAFETY * seconds / max(n_folds - 1, 1)
     elif refit:
-        reserve += REFIT_WORKER_START + WORKER_REFIT_SAFETY * seconds * 4 / 3
+        reserve += (0.0 if started else REFIT_WORKER_START) + WORKER_REFIT_SAFETY * seconds * 4 / 3
     elif digest is None:
         reserve += REFIT_SAFETY * seconds
     return reserve
@@ -479,11 +489,14 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         X_all = pd.concat([splits.X_train, splits.X_val], axis=0)
         y_all = np.concatenate([splits.y_train, splits.y_val])
         in_worker = deadline is not None and saved is not None
-        left = None if deadline is None else deadline.left() - FINISH_SECONDS - in_worker * REFIT_WORKER_START
+        refitter = result.refitter if in_worker else None
+        start = REFIT_WORKER_START if in_worker and refitter is None else 0.0
+        left = None if deadline is None else deadline.left() - FINISH_SECONDS - start
         on_all = _members_to_refit(result, len(X_all) / max(len(X), 1), left,
                                    WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY)
-        if in_worker and on_all:
-            refitter = _Refitter(space, X_all, y_all, task, classes, seed, saved, deadline)
+        if in_worker and on_all and refitter is None:
+            refitter = Refitter(space, X_all, y_all, task, None if classes is None else len(classes), seed, saved,
+                                deadline)
         n_members = len(result.member_indices)
         if len(on_all) == n_members:
             report["rows"] = "train+validation"
@@ -495,15 +508,18 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                                        f"fitted on train")
     members, info, failed = [], [], []
     try:
+        refits = {}  # position -> (pipeline or None, error), heaviest first, so a refit cut at the deadline is a
+        # light one
+        for position in sorted(on_all, key=lambda p: (-float(result.weights[p]), p)):
+            obs = result.history[result.member_indices[position]]
+            refits[position] = (refitter.fit(obs) if refitter is not None
+                                else _fitted(space, obs.config, X_all, y_all, seed, task))
         for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
             obs = result.history[i]
             pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)
             source, on_all_rows = "saved", position in on_all or cross_validated
             if pipe is None and position in on_all:
-                if refitter is not None:
-                    pipe, error = refitter.fit(obs)
-                else:
-                    pipe, error = _fitted(space, obs.config, X_all, y_all, seed, task)
+                pipe, error = refits[position]
                 if pipe is None:  # e.g. a preprocessor that overflows on the added rows, or a refit stopped at the
                     # deadline: the member fitted on train stays, as when its refit does not fit in time
                     report.setdefault("refit_failed", []).append({"index": i, "error": error})
@@ -521,8 +537,9 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss,
                          "source": source, "rows": "train+validation" if on_all_rows else "train"})
     finally:
-        if refitter is not None:
-            refitter.close()
+        for worker in {id(r): r for r in (refitter, result.refitter) if r is not None}.values():
+            worker.close()
+        result.refitter = None
     if failed:
         _leave_out_failed_members(result, failed, report)
     report["loaded"] = sum(member["source"] == "saved" for member in info)
@@ -534,17 +551,19 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                          vote=result.vote)
 
 
-class _Refitter:
+class Refitter:
     """Refits members on train+validation in a worker process, each stopped at the deadline (less the time kept
-    for the end of the call), so a refit slower than predicted cannot overrun the time budget."""
+    for the end of the call), so a refit slower than predicted cannot overrun the time budget. Its worker is
+    started when the refitter is made (by the search, at its start), so the refits do not wait for one."""
 
-    def __init__(self, space, X_all, y_all, task, classes, seed, saved: SavedPipelines, deadline: Deadline):
+    def __init__(self, space, X_all, y_all, task, n_classes, seed, saved: SavedPipelines, deadline: Deadline):
         self.splits = Splits(X_all, y_all, None, None, None, None)
         self.digest = splits_digest(X_all, y_all)
         self.saved, self.deadline = saved, deadline
         self.evaluator = Evaluator(space.build, self.splits, task, "error" if task == "classification" else "mse",
-                                   n_classes=None if classes is None else len(classes), seed=seed,
-                                   time_limit=max(deadline.left(), 1.0), pipelines_dir=saved.folder)
+                                   n_classes=n_classes, seed=seed, time_limit=max(deadline.left(), 1.0),
+                                   pipelines_dir=saved.folder)
+        self.evaluator.spawn()
 
     def fit(self, obs):
         """(the member refitted on train+validation, None) or (None, why not)."""

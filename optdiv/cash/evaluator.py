@@ -119,6 +119,16 @@ class Evaluator:
         if not self.in_process:
             self._ensure_worker()
 
+    def spawn(self) -> None:
+        """Start the worker process without waiting for it to be ready: its start-up (interpreter, imports, the
+        rows) then runs beside the caller's work, and the first call that needs it waits only for what is left."""
+        if self.in_process or self._holder[0] is not None:
+            return
+        ctx = multiprocessing.get_context(self.start_method)
+        self._holder[0] = Worker(ctx, (self.build, self.splits, self.task, self.n_classes, self.seed,
+                                       self.memory_limit_mb), self.threads)
+        self.worker_starts += 1
+
     def settings(self) -> Dict[str, Any]:
         """The constructor's arguments except ``splits``: ``Evaluator(splits=splits, **settings())`` evaluates as
         this one does. A Dask worker builds its evaluators from them (the splits travel separately), so an option
@@ -231,19 +241,17 @@ class Evaluator:
         worker = self._holder[0]
         if worker is not None and worker.ready and worker.alive():
             return None
-        self.close()
         began = time.perf_counter()
         try:
-            return self._start_worker(timeout)
+            if worker is None or worker.ready:  # none, or one that died: start a new one
+                self.close()
+                self.spawn()
+            return self._await_ready(timeout)
         finally:
             self.last_start_seconds = time.perf_counter() - began
 
-    def _start_worker(self, timeout: float) -> Optional[str]:
-        ctx = multiprocessing.get_context(self.start_method)
-        args = (self.build, self.splits, self.task, self.n_classes, self.seed, self.memory_limit_mb)
-        worker = Worker(ctx, args, self.threads)
-        self._holder[0] = worker
-        self.worker_starts += 1
+    def _await_ready(self, timeout: float) -> Optional[str]:
+        worker = self._holder[0]
         kind, payload = worker.receive(min(START_TIMEOUT, max(timeout, 0.0)))
         if kind == "msg" and isinstance(payload, tuple) and payload and payload[0] == "ready":
             worker.ready = True

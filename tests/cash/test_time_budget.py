@@ -185,7 +185,7 @@ def test_a_resumed_run_without_saved_pipelines_still_builds_its_model(tmp_path):
     csv = tmp_path / "bc.csv"
     load_breast_cancer(as_frame=True).frame.sample(250, random_state=1).to_csv(csv, index=False)
     out = tmp_path / "run"
-    options = dict(target="target", out=str(out), seed=0, method="rs", space=timed_space(with_slow=False))
+    options = dict(target="target", out=str(out), seed=0, method="rs", space=timed_space(with_slow=False), cv=None)
     run(str(csv), budget=4, **options)
     assert list((out / "models").glob("*/*.joblib")), "the run directory keeps the fitted pipelines"
     shutil.rmtree(out / "models")  # as in a run made before pipelines were saved
@@ -297,3 +297,21 @@ def test_under_cross_validation_members_whose_refit_does_not_fit_are_left_out(cl
                    budget=12, seed=2)
     fit_model(whole, whole.space, cv_splits, "classification", [0, 1], None, 2)  # no deadline: every member
     assert len(whole.member_indices) == n_members and "members_dropped" not in whole.info["final_model"]
+
+
+def test_the_search_starts_the_refit_worker_and_reserves_the_likely_members_refits(cls_splits):
+    from optdiv.cash.engine import REFIT_WORKER_START, _finish_reserve, likely_members
+
+    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=5, time_budget=120, refit=True, seed=0, classes=[0, 1])
+    final = result.info["final_model"]
+    assert final["refitted"] == len(result.member_indices) and "refit_failed" not in final
+    assert final["rows"] == "train+validation" and result.refitter is None  # used, then its worker ended
+    members = likely_members(result.history, cls_splits.y_val, "error", 25, 0)
+    assert {obs.index for obs in members} <= {obs.index for obs in result.history if obs.ok}
+    for obs in members:
+        obs.fit_seconds = 3.0
+    waiting = _finish_reserve(members, None, None, True, None)
+    started = _finish_reserve(members, None, None, True, None, started=True)
+    assert waiting - started == pytest.approx(REFIT_WORKER_START)
+    assert started == pytest.approx(FINISH_SECONDS + 4.0 * len(members))  # 3 s on train is 4 s on train+validation
