@@ -84,6 +84,11 @@ REFIT_WORKER_START = 3.0
 #: The likely final members (whose loading and refits the search keeps time for) are chosen by one ensemble
 #: selection over this many of the best successful runs: cheap enough to repeat after every evaluation.
 LIKELY_POOL = 50
+#: Share of the worker refits' reserve that an evaluation already running may still use: the search starts an
+#: evaluation only when its predicted duration fits before the whole reserve, but one that runs longer than
+#: predicted is let finish as long as half the refits' time is left (instead of being cut at the search's end
+#: and thrown away with the time it ran); the refits then take the heaviest members that still fit.
+REFIT_OVERRUN_SHARE = 0.5
 
 
 def search(
@@ -157,7 +162,8 @@ def search(
     outcome = search_loop(
         prepared.strategy, prepared.runner, prepared.history, y_val=prepared.splits.y_val, space=prepared.space,
         seed=c.seed, loss=prepared.loss, budget=c.budget, predictor=prepared.predictor, store=store,
-        time_left=None if prepared.deadline is None else prepared.search_left, fill_in=candidates is None,
+        time_left=None if prepared.deadline is None else prepared.search_left,
+        run_left=None if prepared.deadline is None else prepared.run_left, fill_in=candidates is None,
         constraints=prepared.constraints, progress=progress, on_finished=prepared.finished)
     return _finalize(prepared, outcome, classes, columns)
 
@@ -187,23 +193,30 @@ class _Prepared:
     pipelines: Optional[SavedPipelines]
     digest: Optional[str]  # None: nothing is saved (cross-validation without fold bags, a replay)
     latest: List = field(default_factory=list)  # the history as the loop last handed it over
-    _reserve: Optional[tuple] = None  # (history key, seconds) of the last reserve computed
+    _reserve: Optional[tuple] = None  # (history key, seconds, seconds less the overrun) last computed
     refitter: Optional["Refitter"] = None  # started now, so the final refits need not wait for a worker
 
     def search_left(self) -> float:
         """Seconds the search may still use: the time left less what building the final model needs."""
         return self.deadline.left() - self.reserve()
 
-    def reserve(self) -> float:
+    def run_left(self) -> float:
+        """Seconds an evaluation already running may still use: the time left less the final model's reserve
+        without the share of its optional refits that a late evaluation may take (:data:`REFIT_OVERRUN_SHARE`)."""
+        return self.deadline.left() - self.reserve(overrun=True)
+
+    def reserve(self, overrun: bool = False) -> float:
         """Predicted seconds of building the final model from the history as it stands (recomputed only when an
-        evaluation was recorded since the last call)."""
+        evaluation was recorded since the last call); ``overrun``: less the refits a late evaluation may take."""
         key = (len(self.latest), self.latest[-1].index if self.latest else None)
         if self._reserve is None or self._reserve[0] != key:
             members = likely_members(self.latest, self.splits.y_val, self.ensemble_loss or self.loss,
                                      self.config.ensemble_size, self.config.seed)
-            self._reserve = (key, _finish_reserve(members, self.pipelines, self.digest, self.config.refit,
-                                                  self.n_folds, started=self.refitter is not None))
-        return self._reserve[1]
+            both = [_finish_reserve(members, self.pipelines, self.digest, self.config.refit, self.n_folds,
+                                    started=self.refitter is not None, refits_share=share)
+                    for share in (1.0, 1.0 - REFIT_OVERRUN_SHARE)]
+            self._reserve = (key, *both)
+        return self._reserve[2 if overrun else 1]
 
     def finished(self, done: List, ensemble: Sequence[int] = ()) -> None:
         """After each recorded evaluation: the finishing reserve follows the history, and saved pipelines that
@@ -387,14 +400,16 @@ def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) ->
 
 
 def _finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
-                    n_folds: Optional[int], started: bool = False) -> float:
+                    n_folds: Optional[int], started: bool = False, refits_share: float = 1.0) -> float:
     """Predicted seconds from the end of the search to the end of the call for the final ``members``:
     :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits :func:`fit_model` does.
 
     A k-fold evaluation's ``fit_seconds`` covers k fits on (k-1)/k of the rows, one refit on all rows about
     1/(k-1) of it (needed only when its fold pipelines are not saved); a refit on train+validation fits a third
     more rows than the 60 % training part, in a worker process under the deadline (:data:`WORKER_REFIT_SAFETY`;
-    :data:`REFIT_WORKER_START` unless that worker was ``started`` during the search).
+    :data:`REFIT_WORKER_START` unless that worker was ``started`` during the search). ``refits_share`` counts
+    that share of those worker refits only: they are optional (a member whose refit does not fit stays fitted on
+    train), so an evaluation already running may use the rest (:data:`REFIT_OVERRUN_SHARE`).
     """
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:
@@ -404,7 +419,7 @@ def _finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], dige
         if digest is None:
             reserve += REFIT_SAFETY * seconds / max(n_folds - 1, 1)
     elif refit:
-        reserve += (0.0 if started else REFIT_WORKER_START) + WORKER_REFIT_SAFETY * seconds * 4 / 3
+        reserve += (0.0 if started else REFIT_WORKER_START) + refits_share * WORKER_REFIT_SAFETY * seconds * 4 / 3
     elif digest is None:
         reserve += REFIT_SAFETY * seconds
     return reserve

@@ -45,6 +45,9 @@ while one may fit: the last suggestion's seconds plus the fastest algorithm's pr
 while some algorithm is untried). A suggestion predicted not to fit is replaced by a random configuration of
 an algorithm that does (:func:`fitting_configuration`; the live space only), so the time left still buys
 evaluations; that holds with several workers too, since each evaluation is capped at the time left on its own.
+That cap (``run_left``) may reach past the search's own end into the part of the final model's reserve that is
+optional (refits on more rows), so an evaluation that runs longer than predicted still counts instead of being
+thrown away with the time it ran.
 An evaluation cut at the deadline (:data:`~optdiv.cash.observation.DEADLINE`) is not recorded: it stays issued
 without a result, so a resumed run evaluates it again. Evaluations still running :data:`GIVE_UP_SECONDS` past
 the search's end are cancelled.
@@ -89,14 +92,15 @@ class LoopResult:
 
 def search_loop(strategy, runner, history: List[Observation], *, y_val, space, seed: int, loss: str,
                 budget: Optional[int], predictor, store=None, time_left: Optional[Callable[[], float]] = None,
-                fill_in: bool = True, constraints: Sequence = (),
+                run_left: Optional[Callable[[], float]] = None, fill_in: bool = True, constraints: Sequence = (),
                 progress: Optional[Callable[[int, Optional[int], Observation], None]] = None,
                 on_finished: Optional[Callable[[List[Observation], Sequence[int]], None]] = None) -> LoopResult:
     """Run evaluations on ``runner`` until ``budget`` evaluations are recorded or the time is up.
 
     ``history``: the stored observations (a resumed run), extended in place in index order. ``loss``: the run's
     metric (a lost evaluation's recorded loss). ``predictor``: a :class:`~optdiv.cash.budget.DurationPredictor`.
-    ``time_left()``: seconds the search may still use (None: no time budget). ``fill_in``: replace a suggestion
+    ``time_left()``: seconds the search may still use (None: no time budget); ``run_left()`` (default:
+    ``time_left``): seconds an evaluation already started may still use, its cap. ``fill_in``: replace a suggestion
     that does not fit in the time left (False for a replay, whose library has only the members it has).
     ``on_finished(history, ensemble)`` runs after each recorded observation, with the evaluation indices of the
     ensemble the latest suggestion was made for (saved pipelines to keep); ``progress(recorded, budget, obs)`` too.
@@ -119,8 +123,10 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
     fill_ins = 0
     believer = None
 
+    running_left = time_left if run_left is None else run_left
+
     def cap() -> Optional[float]:
-        return None if time_left is None else max(time_left(), 0.0)
+        return None if time_left is None else max(running_left(), 0.0)
 
     def submit(index: int, config: dict, limit: Optional[float]) -> None:
         running[index] = config
@@ -204,7 +210,7 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
                         state["stopped"] = (f"time budget: the next evaluation ({name}) would not fit in the "
                                             f"{max(left, 0.0):.1f} s left")
                         break
-                    limit = left
+                    limit = max(running_left(), left)
                 if runner.canonical_configs:
                     config = canonical_config(config)
                 index = next_index
@@ -218,7 +224,7 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
             give_up = None
             if time_left is not None:
                 left = time_left()
-                give_up = time.perf_counter() + left + GIVE_UP_SECONDS
+                give_up = time.perf_counter() + max(running_left(), left) + GIVE_UP_SECONDS
                 if left <= 0 and state["stopped"] is None:
                     state["stopped"] = "time budget: the search's time ran out"
             finished = runner.wait(give_up)

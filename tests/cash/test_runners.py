@@ -152,6 +152,23 @@ def test_with_two_slots_a_suggestion_that_does_not_fit_the_time_left_is_replaced
     assert result.fill_ins > 0 and all(limit == 5.0 for limit in runner.limits)  # each capped at the time left
 
 
+def test_an_evaluation_is_capped_at_the_run_left_which_may_reach_into_the_optional_reserve():
+    space = tiny_space("classification")
+    strategy = make_strategy(get_method("rs"), space, "error", seed=2, budget=4)
+    predictor = DurationPredictor()
+    predictor.observe("tree", 1.0)
+    predictor.observe("linear", 1.0)
+    runner = FakeRunner()
+    result = search_loop(strategy, runner, [], y_val=Y_VAL, space=space, seed=2, loss="error", budget=4,
+                         predictor=predictor, time_left=lambda: 5.0, run_left=lambda: 9.0)
+    assert len(result.history) == 4 and runner.limits == [9.0] * 4  # issued on time_left, capped at run_left
+    runner = FakeRunner()
+    strategy = make_strategy(get_method("rs"), space, "error", seed=2, budget=4)
+    result = search_loop(strategy, runner, [], y_val=Y_VAL, space=space, seed=2, loss="error", budget=4,
+                         predictor=predictor, time_left=lambda: 0.5, run_left=lambda: 9.0)
+    assert not runner.submitted and result.stopped.startswith("time budget")  # nothing starts past time_left
+
+
 def test_a_store_with_an_index_neither_issued_nor_recorded_is_refused(tmp_path):
     store = RunStore(tmp_path / "run")
     first, _ = _loop(FakeRunner(), store, budget=3)

@@ -315,3 +315,7 @@ def test_the_search_starts_the_refit_worker_and_reserves_the_likely_members_refi
     started = _finish_reserve(members, None, None, True, None, started=True)
     assert waiting - started == pytest.approx(REFIT_WORKER_START)
     assert started == pytest.approx(FINISH_SECONDS + 4.0 * len(members))  # 3 s on train is 4 s on train+validation
+    half = _finish_reserve(members, None, None, True, None, started=True, refits_share=0.5)
+    assert half == pytest.approx(FINISH_SECONDS + 2.0 * len(members))  # what a late evaluation may not take
+    assert _finish_reserve(members, None, None, False, None, refits_share=0.5) == pytest.approx(
+        FINISH_SECONDS + 1.5 * 3.0 * len(members))  # refits in this process are not optional: all kept
