@@ -59,8 +59,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from optdiv.core.believers import believed_predictions
 from optdiv.core.metric_vocabulary import resolve, resolve_host
+from optdiv.core.pending import pick_with_pending
 from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector
 from optdiv.integrations.host_check import Problems, covers, parameters as _parameters, refers_to, same
 
@@ -467,26 +467,22 @@ def _maximizer_class() -> type:
                 raise ValueError(f"regression run predictions must be (rows,); got {preds.shape[1:]}")
             # several workers: configurations still running enter this call with believed predictions
             running = self.runs.running(runhistory)
-            if running:
-                running_x = self.encoder.encode([runhistory.ids_config[i] for i in running])
-                believed = np.stack(believed_predictions(observations, preds, running_x))
-                observations = np.concatenate([observations, running_x])
-                preds = np.concatenate([preds, believed.astype(preds.dtype)])
-            y = self.runs.targets(self.classification)
-            selection = self.selector.select(candidates, acq, observations, preds, y,
-                                             version=(n_obs, self.runs.num_runs[-1], tuple(running)))
-            order = np.argsort(selection.scores, kind="stable")
-            call.update(config=fresh[order[0]][1].get_dictionary(), weight=float(selection.weight),
+            running_x = self.encoder.encode([runhistory.ids_config[i] for i in running]) if running else None
+            (pick,) = pick_with_pending(self.selector, candidates, acq, observations, preds,
+                                        self.runs.targets(self.classification), running_x,
+                                        version=(n_obs, self.runs.num_runs[-1], tuple(running)))
+            selection = pick.selection
+            call.update(config=fresh[pick.index][1].get_dictionary(), weight=float(selection.weight),
                         running=len(running),
                         diversity_ranked=selection.div_rank is not None and selection.weight > 0,
-                        changed=bool(acq[order[0]] < acq.max()),
-                        ei_rank=float(selection.perf_rank[order[0]]),
+                        changed=bool(acq[pick.index] < acq.max()),
+                        ei_rank=float(selection.perf_rank[pick.first]),
                         pool_size=int(len(selection.pool_indices)),
                         seconds=time.perf_counter() - start)
             self.report.calls.append(call)
             logger.info("optdiv: %d observations, %d running, %d candidates, w=%.3f, chose EI rank %g",
                         n_obs, len(running), len(fresh), selection.weight, call["ei_rank"])
-            return [fresh[i] for i in order] + old
+            return [fresh[i] for i in pick.order] + old
 
     OptDivLocalAndSortedRandomSearch.__module__ = __name__
     OptDivLocalAndSortedRandomSearch.__qualname__ = "OptDivLocalAndSortedRandomSearch"

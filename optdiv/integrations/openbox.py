@@ -70,10 +70,10 @@ from openbox.optimizer.parallel_smbo import pSMBO
 from openbox.utils.constants import FAILED, SUCCESS
 
 from optdiv.cash.encoding import ConfigEncoder
-from optdiv.core.believers import believed_predictions
 from optdiv.core.ensemble import ensemble_predict
 from optdiv.core.metrics import mean_loss
 from optdiv.core.metric_vocabulary import TASKS, resolve_host, task_of
+from optdiv.core.pending import pick_with_pending
 from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector, pool_loss
 from optdiv.integrations.host_check import Problems, covers, parameters as _parameters, refers_to, same
 
@@ -523,39 +523,24 @@ class OptDivAdvisor(Advisor):
             raise _host_changed(f"the acquisition function gave {ei.size} values for {len(fresh)} candidates")
         obs_x = encoder.encode_vectors(encoder.vectors([history.observations[i].config for i in rows]))
         fresh_x = encoder.encode_vectors(cand_vectors[keep])
-        pending_x = encoder.encode_vectors(encoder.vectors(pending)) if pending else fresh_x[:0]
+        pending_x = encoder.encode_vectors(encoder.vectors(pending)) if pending else None
         t0 = len(history) + sum(1 for key in pending_keys if key not in in_history)
-        picks: List[int] = []
-        remaining = np.arange(len(fresh))
-        tail = remaining
-        for slot in range(max(1, int(slots))):
-            if remaining.size == 0:
-                break
-            extra_x = np.concatenate([pending_x, fresh_x[picks]])
-            X, P = obs_x, preds
-            if len(extra_x):
-                believed = np.stack(believed_predictions(obs_x, preds, extra_x)).astype(preds.dtype)
-                X, P = np.concatenate([obs_x, extra_x]), np.concatenate([preds, believed])
-            choice = self.selector.select(fresh_x[remaining], ei[remaining], X, P, self.y_val, t=t0 + slot)
-            order = np.argsort(choice.scores, kind="stable")
-            chosen = int(remaining[order[0]])
+        setup = time.perf_counter() - start
+        picks = pick_with_pending(self.selector, fresh_x, ei, obs_x, preds, self.y_val, pending_x, slots=slots, t=t0)
+        for slot, pick in enumerate(picks):
             self.selections.append({
                 "t": t0 + slot,
-                "weight": float(choice.weight),
-                "pool": [int(rows[i]) for i in np.asarray(choice.pool_indices) if i < len(rows)],
-                "ei_rank": float(choice.perf_rank[order[0]]),
-                "changed": bool(order[0] != 0),
+                "weight": float(pick.selection.weight),
+                "pool": [int(rows[i]) for i in np.asarray(pick.selection.pool_indices) if i < len(rows)],
+                "ei_rank": float(pick.selection.perf_rank[pick.first]),
+                "changed": pick.first != 0,
                 "slot": slot,
-                "pending": int(len(extra_x)),
-                "observations": int(X.shape[0]),
-                "config": fresh[chosen].get_dictionary(),
-                "seconds": time.perf_counter() - start,
+                "pending": pick.believers,
+                "observations": pick.rows,
+                "config": fresh[pick.index].get_dictionary(),
+                "seconds": pick.seconds + (setup if slot == 0 else 0.0),
             })
-            picks.append(chosen)
-            tail = remaining[order[1:]]
-            remaining = np.delete(remaining, order[0])  # stays in OpenBox's order for the next slot
-            start = time.perf_counter()
-        return [fresh[i] for i in picks] + [fresh[i] for i in tail]
+        return [fresh[p.index] for p in picks] + [fresh[i] for i in picks[-1].order[1:]]
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> None:
