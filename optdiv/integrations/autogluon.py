@@ -49,7 +49,8 @@ from optdiv.cash.optimizers import Optimizer
 from optdiv.cash.spaces._assembly import selected
 from optdiv.cash.spaces.autogluon_space import OPTIONAL, autogluon_space
 from optdiv.core.metric_vocabulary import resolve_host, task_of
-from optdiv.core.metrics import per_example_loss
+from optdiv.core.pending import pick_with_pending
+from optdiv.core.pool_check import CHECK_SHARE, check_rows, switch_confidence_cv, switch_confidence_heldout
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 from optdiv.integrations.host_check import Problems, covers as _covers, parameters as _parameters
@@ -85,13 +86,6 @@ MIN_MODEL_SECONDS = 1.5
 #: ensembling over every model generalises better than over phase 1's (:func:`switch_confidence_heldout`): phase 2
 #: picks its models by their scores on the other rows, so a higher score there is partly the picking.
 SWITCH_CONFIDENCE = 0.9
-#: Share of the rows models are scored on (validation rows; out-of-fold training rows when bagged) that phase 2
-#: never scores: the check rows. Each class is split in this share. The search steers by the other rows only, so
-#: the check rows can tell a better pool from one picked to fit the rows it was scored on.
-CHECK_SHARE = 0.5
-#: Below this many check rows (or rows left for the search) the rows are not split and the switch falls back to a
-#: cross-validation over all of them (:func:`switch_confidence_cv`).
-MIN_CHECK_ROWS = 30
 #: AutoGluon's post-fit steps: run once at the end (on the final ensemble), not after phase 1.
 _POST_FIT = ("refit_full", "set_best_to_refit_full", "keep_only_best", "save_space", "calibrate",
              "calibrate_decision_threshold")
@@ -815,22 +809,6 @@ def _phase2(predictor, method, keys, n_models, seed, model_time_limit, n_initial
     return y_val, check, stacked + history, trials
 
 
-def check_rows(y, task: str, seed: int, share: float = CHECK_SHARE) -> Optional[np.ndarray]:
-    """Boolean mask of the rows phase 2 never scores (``share`` of each class, or of all rows for regression),
-    drawn with ``seed``; None when either side would have fewer than :data:`MIN_CHECK_ROWS` rows."""
-    y = np.asarray(y)
-    n = len(y)
-    n_check = int(round(share * n))
-    if n_check < MIN_CHECK_ROWS or n - n_check < MIN_CHECK_ROWS:
-        return None
-    rng = np.random.default_rng([int(seed), 0xC4EC])
-    mask = np.zeros(n, dtype=bool)
-    groups = [np.flatnonzero(y == c) for c in np.unique(y)] if task == "classification" else [np.arange(n)]
-    for rows in groups:
-        mask[rng.permutation(rows)[:int(round(share * len(rows)))]] = True
-    return mask
-
-
 def _on_rows(predictor, obs: Observation, rows: Optional[np.ndarray], y: np.ndarray) -> Observation:
     """``obs`` as the search sees it: its predictions on ``rows`` and its loss there (None: all rows, as is)."""
     if rows is None or obs.val_pred is None:
@@ -911,11 +889,6 @@ def _final_model(predictor, autogluon_best, new_models, fit_weighted, resources,
     return chosen, scores, confidence
 
 
-#: Folds of the cross-validation that decides whether the refitted ensemble is kept when the rows were too few to
-#: keep check rows apart.
-SWITCH_FOLDS = 5
-
-
 def _switch_confidence(predictor, new_models, y_val, check, history, seed: int, ensemble: bool = True) -> float:
     """How sure the rows of :func:`validation_targets` are that ensembling the predictor's models beats phase 1's:
     :func:`switch_confidence_heldout` on the ``check`` rows, or :func:`switch_confidence_cv` over all rows when
@@ -933,78 +906,6 @@ def _switch_confidence(predictor, new_models, y_val, check, history, seed: int, 
     if check is None:
         return switch_confidence_cv(preds, old, y_val, loss, seed=seed, ensemble=ensemble)
     return switch_confidence_heldout(preds, old, y_val, check, loss, seed=seed, ensemble=ensemble)
-
-
-def switch_confidence_cv(preds, old: Sequence[int], y, loss: str, seed: int = 0, ensemble: bool = True,
-                         folds: int = SWITCH_FOLDS, size: int = 25) -> float:
-    """How sure a cross-validation over the rows of ``y`` is that a weighted ensemble over every model of ``preds``
-    ((models, rows, classes) probabilities or (models, rows) values) predicts unseen rows better than one over
-    the models ``old`` alone.
-
-    On ``folds`` folds of the rows, Caruana's selection (``optdiv.core.ensemble``, the greedy method AutoGluon's
-    weighted ensemble uses; ``size`` rounds) is fitted on the other folds, once over ``old`` and once over all, and
-    each row's ``loss`` is taken where it was held out; the confidence is :func:`paired_confidence` of those losses.
-    Unlike the two ensembles' validation scores, the held-out losses do not reward the larger pool for fitting the
-    rows it is scored on; they still reward models that a search picked by their scores on these very rows, which
-    :func:`switch_confidence_heldout` does not. ``ensemble=False`` compares the best single model of each pool
-    instead. ``loss`` is the metric vocabulary's for the eval_metric (the metric itself for accuracy, log_loss,
-    MSE, RMSE, R2 and MAE; 0/1 error, MSE or MAE standing in for metrics without a per-row loss, such as AUC or
-    F1)."""
-    preds = np.asarray(preds, dtype=np.float64)
-    y = np.asarray(y)
-    n = len(y)
-    fold_of = np.random.default_rng([seed, 0x5717C4]).permutation(n) % max(2, min(folds, n))
-    held_out = np.zeros((2, n))
-    for fold in np.unique(fold_of):
-        test_rows = fold_of == fold
-        held_out[:, test_rows] = _held_out_losses(preds, list(old), y, ~test_rows, test_rows, loss, seed, ensemble,
-                                                  size)
-    return paired_confidence(held_out[0] - held_out[1])
-
-
-def switch_confidence_heldout(preds, old: Sequence[int], y, check, loss: str, seed: int = 0, ensemble: bool = True,
-                              size: int = 25) -> float:
-    """How sure the ``check`` rows (a boolean mask over the rows of ``y``) are that a weighted ensemble over every
-    model of ``preds`` predicts unseen rows better than one over the models ``old`` alone: both ensembles are
-    fitted (Caruana, ``size`` rounds) on the other rows, each check row's ``loss`` is taken under both, and the
-    confidence is :func:`paired_confidence` of the differences. When a search picked the other models by their
-    scores on the other rows, the check rows are the only ones on which the picking does not count as skill."""
-    preds = np.asarray(preds, dtype=np.float64)
-    y = np.asarray(y)
-    check = np.asarray(check, dtype=bool)
-    if check.shape != y.shape or check.all() or not check.any():
-        raise ValueError("check must be a boolean mask over the rows of y with rows on both sides")
-    held_out = _held_out_losses(preds, list(old), y, ~check, check, loss, seed, ensemble, size)
-    return paired_confidence(held_out[0] - held_out[1])
-
-
-def _held_out_losses(preds, old, y, fit_rows, test_rows, loss, seed, ensemble, size) -> np.ndarray:
-    """(2, test rows) losses of the ensembles (or best single models) over ``old`` and over every model, each
-    chosen on ``fit_rows`` and applied to ``test_rows``."""
-    from optdiv.core.ensemble import ensemble_predict, ensemble_selection
-
-    out = np.zeros((2, int(np.count_nonzero(test_rows))))
-    for j, pool in enumerate((old, list(range(preds.shape[0])))):
-        sub = preds[pool][:, fit_rows]
-        if ensemble:
-            weights = ensemble_selection(sub, y[fit_rows], loss, size=size, seed=seed).weights
-        else:
-            weights = np.zeros(len(pool))
-            weights[int(np.argmin(per_example_loss(sub, y[fit_rows], loss).mean(axis=1)))] = 1.0
-        out[j] = per_example_loss(ensemble_predict(preds[pool][:, test_rows], weights), y[test_rows], loss)
-    return out
-
-
-def paired_confidence(d) -> float:
-    """One-sided paired z-test that the mean of the differences ``d`` (old loss minus new, per row) is above 0:
-    Phi(mean(d) / (sd(d) / sqrt(n)))."""
-    d = np.asarray(d, dtype=np.float64)
-    n = len(d)
-    mean = float(np.mean(d))
-    sd = float(np.std(d, ddof=1)) if n > 1 else 0.0
-    if not sd > 0:
-        return 0.5 if mean == 0 else (1.0 if mean > 0 else 0.0)
-    return 0.5 * (1.0 + math.erf(mean / (sd / math.sqrt(n)) / math.sqrt(2.0)))
 
 
 # --------------------------------------------------------------------------- #
@@ -1119,8 +1020,9 @@ class _SearcherMixin:
             selector = DiversityAwareSelector(method=self.method, metric=self._metric(),
                                               seed=self.seed + len(self._observed), **self.selector_options)
             preds = np.stack([self._observed[i]["pred"] for i in with_preds])
-            selection = selector.select(cand_x, ei, obs_x[with_preds], preds, self._y_val, t=len(self._observed))
-            index, weight = selection.index, float(selection.weight)
+            (pick,) = pick_with_pending(selector, cand_x, ei, obs_x[with_preds], preds, self._y_val,
+                                        t=len(self._observed))  # AutoGluon's HPO runs one trial at a time
+            index, weight = pick.index, float(pick.selection.weight)
         config = candidates[index]
         self._choices[self._pickle_config(config)] = {"selector_changed": index != ei_index, "weight": weight,
                                                       "ei_choice": candidates[ei_index]}
