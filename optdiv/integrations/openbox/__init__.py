@@ -53,7 +53,7 @@ own order unnoticed.
 from optdiv.integrations.openbox.advisor import (MARKER_KEY, PRED_KEY, OptDivAdvisor, OptDivAsyncBatchAdvisor,
                                                  OptDivSyncBatchAdvisor, encode_configurations)
 from optdiv.integrations.openbox.ensemble import EnsembleMembers, final_ensemble
-from optdiv.integrations.openbox.host import WRITTEN_FOR, HostVersionError, check_host
+from optdiv.integrations.openbox.host import WRITTEN_FOR, HostVersionError, check_host, host_problems
 from optdiv.integrations.openbox.optimizers import OptDivOptimizer, OptDivParallelOptimizer
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "HostVersionError",
     "WRITTEN_FOR",
     "check_host",
+    "host_problems",
     "final_ensemble",
     "encode_configurations",
     "PRED_KEY",

@@ -44,7 +44,7 @@ _PSMBO_KEYWORDS = ("num_objectives", "num_constraints", "parallel_strategy", "sa
 _OBSERVATION_FIELDS = ("config", "objectives", "constraints", "trial_state", "extra_info")
 
 
-def _host_problems() -> List[str]:
+def host_problems() -> List[str]:
     """Every relied-on OpenBox internal that is missing or has another signature (empty: all as expected)."""
     problems = Problems()
 
@@ -123,7 +123,7 @@ def check_host() -> None:
     """Raise :class:`HostVersionError` unless every OpenBox internal the option relies on is there with the
     expected signature. Called when an advisor or optimizer with the option on is built, so a changed
     OpenBox stops the search at its start instead of searching in OpenBox's own order unnoticed."""
-    problems = _host_problems()
+    problems = host_problems()
     if problems:
         raise HostVersionError(
             f"optdiv's OpenBox adapter was written for {WRITTEN_FOR} and relies on internals that differ in "

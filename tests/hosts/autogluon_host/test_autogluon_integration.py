@@ -41,13 +41,13 @@ def test_hook_starts_from_autogluons_own_fit_spends_the_budget_and_saves(tmp_pat
     from optdiv.integrations import autogluon as oag
 
     steered_by = []  # the rows each suggestion was made from
-    suggest = oag.Optimizer.suggest
+    suggest = oag.hook.Optimizer.suggest  # the engine's optimiser, as the hook calls it
 
     def recording_suggest(self, history, y_val=None, **kwargs):
         steered_by.append((len(y_val), {obs.val_pred.shape[0] for obs in history if obs.val_pred is not None}))
         return suggest(self, history, y_val, **kwargs)
 
-    monkeypatch.setattr(oag.Optimizer, "suggest", recording_suggest)
+    monkeypatch.setattr(oag.hook.Optimizer, "suggest", recording_suggest)
 
     train, val, test = _breast_cancer()
     user_args = dict(excluded_model_types=SLOW_DEFAULTS, num_cpus=1)  # the user's own AutoGluon arguments
@@ -202,7 +202,7 @@ def test_failed_model_fits_do_not_stop_the_search(tmp_path, monkeypatch):
             return "GBM", {"num_leaves": -5}
         return real(config, task)
 
-    monkeypatch.setattr(oag, "to_hyperparameters", broken_for_some)
+    monkeypatch.setattr(oag.hook, "to_hyperparameters", broken_for_some)  # where the hook looks it up
     predictor = _predictor(tmp_path)
     search = oag.fit(predictor, train, tuning_data=val, time_limit=45, hyperparameters={"LR": {}}, method="divbo",
                      n_models=5, n_initial=2, families=["KNN", "LR", "XT"], n_candidates=200, num_cpus=1)
