@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 from typing import Dict, List, Optional, Tuple
 
-from optdiv.integrations.host_check import Problems, covers, parameters
+from optdiv.integrations.host_check import Problems, covers, parameters, raise_on
 
 WRITTEN_FOR = "AutoGluon-Tabular 1.6.3"
 
@@ -153,27 +153,10 @@ def _searcher_problems() -> List[str]:
     return problems
 
 
-def _installed() -> str:
-    try:
-        import autogluon.tabular
-
-        return "AutoGluon-Tabular %s" % autogluon.tabular.__version__
-    except Exception:  # not installed or no version attribute
-        return "AutoGluon-Tabular (version unknown)"
-
-
-def _raise_if(problems: List[str], what: str) -> None:
-    if problems:
-        raise HostVersionError(
-            "optdiv's AutoGluon %s was written for %s and relies on internals that differ in this environment "
-            "(%s):\n  - %s\nInstall %s (pip install \"autogluon.tabular==1.6.3\"), or fit without optdiv."
-            % (what, WRITTEN_FOR, _installed(), "\n  - ".join(problems), WRITTEN_FOR))
-
-
 def check_host(searcher: bool = False) -> None:
     """Raise :class:`HostVersionError` unless every AutoGluon internal the hook (``searcher=True``: the HPO
     searcher) relies on is there with the expected signature. Called when a fit or a searcher starts."""
-    if searcher:
-        _raise_if(_searcher_problems(), "searcher")
-    else:
-        _raise_if(_hook_problems(), "hook")
+    what = "searcher" if searcher else "hook"
+    raise_on(_searcher_problems() if searcher else _hook_problems(), HostVersionError, f"AutoGluon {what}",
+             WRITTEN_FOR, [("autogluon.tabular", "AutoGluon-Tabular")],
+             f'Install {WRITTEN_FOR} (pip install "autogluon.tabular==1.6.3"), or fit without optdiv.')

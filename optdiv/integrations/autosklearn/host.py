@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from optdiv.integrations.host_check import Problems, covers, parameters, refers_to, same
+from optdiv.integrations.host_check import Problems, covers, parameters, raise_on, refers_to, same
 
 #: The host versions this adapter was written and tested for.
 WRITTEN_FOR = "auto-sklearn 0.15.0 with SMAC 1.2"
@@ -110,24 +110,11 @@ def host_problems(backend=None, ta_kwargs=None) -> List[str]:
     return problems
 
 
-def _installed() -> str:
-    versions = []
-    for module, label in (("autosklearn", "auto-sklearn"), ("smac", "SMAC")):
-        try:
-            versions.append(f"{label} {__import__(module).__version__}")
-        except Exception:  # not installed or no version attribute
-            versions.append(f"{label} (version unknown)")
-    return " with ".join(versions)
-
-
 def check_host(backend=None, ta_kwargs: Optional[Dict] = None) -> None:
     """Raise :class:`HostVersionError` unless every auto-sklearn / SMAC internal the adapter relies on is there
     with the expected signature (``backend``, ``ta_kwargs``: also check what auto-sklearn handed the callback).
     Called when SMAC is built, so an incompatible host stops the fit at its start instead of searching in
     SMAC's order unnoticed."""
-    problems = host_problems(backend, ta_kwargs)
-    if problems:
-        raise HostVersionError(
-            f"optdiv's auto-sklearn adapter was written for {WRITTEN_FOR} and relies on internals that differ "
-            f"in this environment ({_installed()}):\n  - " + "\n  - ".join(problems)
-            + f"\nInstall {WRITTEN_FOR} (pip install auto-sklearn==0.15.0), or fit without optdiv.")
+    raise_on(host_problems(backend, ta_kwargs), HostVersionError, "auto-sklearn adapter", WRITTEN_FOR,
+             [("autosklearn", "auto-sklearn"), ("smac", "SMAC")],
+             f"Install {WRITTEN_FOR} (pip install auto-sklearn==0.15.0), or fit without optdiv.")

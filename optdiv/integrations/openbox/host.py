@@ -12,7 +12,7 @@ from openbox.core.sync_batch_advisor import SyncBatchAdvisor
 from openbox.optimizer.generic_smbo import SMBO
 from openbox.optimizer.parallel_smbo import pSMBO
 
-from optdiv.integrations.host_check import Problems, covers, parameters, refers_to, same
+from optdiv.integrations.host_check import Problems, covers, installed, parameters, raise_on, refers_to, same
 
 #: OpenBox batch strategies under which every slot goes through the re-ranked candidate list.
 BATCH_STRATEGIES = ("default", "median_imputation")
@@ -110,29 +110,20 @@ def host_problems() -> List[str]:
     return problems
 
 
-def _installed() -> str:
-    try:
-        import openbox
-
-        return f"openbox {openbox.__version__}"
-    except Exception:  # no version attribute
-        return "openbox (version unknown)"
+#: The package whose version the errors name, as (import name, label).
+_PACKAGES = [("openbox", "openbox")]
 
 
 def check_host() -> None:
     """Raise :class:`HostVersionError` unless every OpenBox internal the option relies on is there with the
     expected signature. Called when an advisor or optimizer with the option on is built, so a changed
     OpenBox stops the search at its start instead of searching in OpenBox's own order unnoticed."""
-    problems = host_problems()
-    if problems:
-        raise HostVersionError(
-            f"optdiv's OpenBox adapter was written for {WRITTEN_FOR} and relies on internals that differ in "
-            f"this environment ({_installed()}):\n  - " + "\n  - ".join(problems)
-            + f"\nInstall {WRITTEN_FOR} (pip install openbox==0.9.0), or run with method=None.")
+    raise_on(host_problems(), HostVersionError, "OpenBox adapter", WRITTEN_FOR, _PACKAGES,
+             f"Install {WRITTEN_FOR} (pip install openbox==0.9.0), or run with method=None.")
 
 
 def changed_host_error(what: str) -> HostVersionError:
     """The error for an OpenBox that, at run time, stops doing what the option relies on."""
-    return HostVersionError(f"optdiv's OpenBox adapter was written for {WRITTEN_FOR}: {what} ({_installed()}). "
-                            f"Install {WRITTEN_FOR}, or run with method=None.")
+    return HostVersionError(f"optdiv's OpenBox adapter was written for {WRITTEN_FOR}: {what} "
+                            f"({installed(*_PACKAGES)}). Install {WRITTEN_FOR}, or run with method=None.")
 

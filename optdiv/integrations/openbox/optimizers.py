@@ -37,6 +37,22 @@ def _advisor_from(optdiv, cls, advisor_kwargs: Mapping, build: Callable[..., Opt
                     f"got {type(optdiv).__name__}")
 
 
+def _refuse_unless(a: Mapping, wants, loop: str) -> None:
+    """Refuse optimizer arguments ``a`` unless each (name, value) of ``wants`` holds: the option runs on ``loop``."""
+    problems = [f"{name}={a[name]!r} (needs {want!r})" for name, want in wants if a[name] != want]
+    if problems:
+        raise ValueError(f"the optdiv option runs on {loop}; got " + ", ".join(problems))
+
+
+def _install_advisor(optimizer, optdiv, cls, advisor_kwargs: Mapping, build: Callable[..., OptDivAdvisor]) -> None:
+    """Put the advisor ``optdiv`` names (:func:`_advisor_from`) in the place of the one OpenBox built; a given
+    advisor's loop continues after its history."""
+    advisor = _advisor_from(optdiv, cls, advisor_kwargs, build)
+    if advisor is optdiv:
+        optimizer.iteration_id = len(advisor.history)
+    optimizer.config_advisor = advisor
+
+
 def _advisor_arguments(a: dict) -> dict:
     """The advisor arguments that OpenBox's ``Optimizer`` and ``ParallelOptimizer`` both derive from
     their own (``a``: the optimizer's bound arguments), under the advisor's names."""
@@ -78,15 +94,8 @@ class OptDivOptimizer(SMBO):
         if optdiv is None:
             return
         a = _arguments(SMBO.__init__, self, objective_function, config_space, **kwargs)
-        problems = [
-            f"{name}={a[name]!r} (needs {want!r})"
-            for name, want in (("advisor_type", "default"), ("scheduler_type", "full"),
-                               ("num_objectives", 1), ("sample_strategy", "bo"))
-            if a[name] != want
-        ]
-        if problems:
-            raise ValueError("the optdiv option runs on OpenBox's default single-objective BO loop; got "
-                             + ", ".join(problems))
+        _refuse_unless(a, (("advisor_type", "default"), ("scheduler_type", "full"), ("num_objectives", 1),
+                           ("sample_strategy", "bo")), "OpenBox's default single-objective BO loop")
 
         def build(**options):
             return OptDivAdvisor(
@@ -94,10 +103,7 @@ class OptDivOptimizer(SMBO):
                 early_stop=a["early_stop"], early_stop_kwargs=a["early_stop_kwargs"], **options,
             )
 
-        advisor = _advisor_from(optdiv, OptDivAdvisor, a["advisor_kwargs"], build)
-        if advisor is optdiv:
-            self.iteration_id = len(advisor.history)
-        self.config_advisor = advisor
+        _install_advisor(self, optdiv, OptDivAdvisor, a["advisor_kwargs"], build)
         from openbox.visualization import build_visualizer
 
         self.visualizer = build_visualizer(
@@ -124,14 +130,8 @@ class OptDivParallelOptimizer(pSMBO):
         if optdiv is None:
             return
         a = _arguments(pSMBO.__init__, self, objective_function, config_space, **kwargs)
-        problems = [
-            f"{name}={a[name]!r} (needs {want!r})"
-            for name, want in (("num_objectives", 1), ("sample_strategy", "bo"))
-            if a[name] != want
-        ]
-        if problems:
-            raise ValueError("the optdiv option runs on OpenBox's single-objective BO batch advisors; got "
-                             + ", ".join(problems))
+        _refuse_unless(a, (("num_objectives", 1), ("sample_strategy", "bo")),
+                       "OpenBox's single-objective BO batch advisors")
         cls = OptDivSyncBatchAdvisor if a["parallel_strategy"] == "sync" else OptDivAsyncBatchAdvisor
 
         def build(**options):
@@ -140,7 +140,4 @@ class OptDivParallelOptimizer(pSMBO):
                 batch_size=a["batch_size"], batch_strategy=a["batch_strategy"], **options,
             )
 
-        advisor = _advisor_from(optdiv, cls, a["advisor_kwargs"], build)
-        if advisor is optdiv:
-            self.iteration_id = len(advisor.history)
-        self.config_advisor = advisor
+        _install_advisor(self, optdiv, cls, a["advisor_kwargs"], build)
