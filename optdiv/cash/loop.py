@@ -311,6 +311,8 @@ class BelieverModel:
     def _believed_losses(self, finished: Sequence, pending_x: np.ndarray, step: int) -> np.ndarray:
         ok = [obs.val_loss for obs in finished if obs.status == "ok" and np.isfinite(obs.val_loss)]
         fallback = float(np.mean(ok)) if ok else float("nan")  # nan: optimisers read it as a failure
+        if len(finished) < 2:  # no forest yet, and nothing to encode or impute (the core falls back alike)
+            return np.full(len(pending_x), fallback)
         seed = int(np.random.default_rng([self.seed, step, 0xBE11]).integers(2**31))
         return believed_losses(self.source.encode_history(finished), losses_with_failures(finished), pending_x,
                                fallback, seed, self.n_trees)

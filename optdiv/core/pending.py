@@ -4,9 +4,9 @@ A suggestion made while other configurations are being evaluated (several worker
 batch) must be diverse against them too, or DivBO / OptDivBO pick a configuration whose behaviour a running one
 already covers. Each running configuration therefore enters the selector as a pseudo-observation for that one
 call: its encoding, and validation predictions *believed* from its nearest finished neighbours
-(:func:`optdiv.core.believers.believed_predictions`). The standalone engine's optimiser, the OpenBox advisors and
-the auto-sklearn maximiser all choose through :func:`pick_with_pending`; each host keeps its own candidates,
-performance acquisition and records, and hands arrays only.
+(:func:`optdiv.core.believers.believed_predictions`). The standalone engine's optimiser, the OpenBox advisors, the
+auto-sklearn maximiser and the AutoGluon HPO searcher all choose through :func:`pick_with_pending`; each host keeps
+its own candidates, performance acquisition and records, and hands arrays only.
 """
 
 from __future__ import annotations
