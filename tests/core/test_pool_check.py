@@ -82,7 +82,7 @@ def test_check_rows_do_not_count_a_searchs_picks_as_skill():
     """A search that keeps the 20 of 1,000 random variants of phase 1's model scoring best on the rows it is steered
     by, on a near-chance target of quake's size: no variant is better, yet cross-validating over the rows the
     picking saw is sometimes sure the larger pool is; the check rows, which the picking never saw, never are."""
-    from optdiv.core.metrics import per_example_loss
+
     def picked_pools(seed):
         rng = np.random.default_rng(seed)
         y = rng.integers(0, 2, 440)
