@@ -66,9 +66,9 @@ import numpy as np
 from optdiv.cash.candidates import SpaceCandidates, seen_keys
 from optdiv.cash.constraints import enforce
 from optdiv.cash.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
-from optdiv.cash.optimizers import PENDING, _losses_with_failures
+from optdiv.cash.optimizers import PENDING, losses_with_failures
 from optdiv.cash.store import IssuedLog, to_jsonable
-from optdiv.core.believers import BELIEVER_NEIGHBOURS, believed_predictions  # noqa: F401 (the rule's home)
+from optdiv.core.believers import BELIEVER_NEIGHBOURS, BELIEVER_TREES, believed_losses, believed_predictions
 
 #: Times one evaluation may be lost (worker killed, task cancelled, deadline passed) before it is recorded
 #: as failed: lost once it is re-queued, lost twice it fails.
@@ -294,9 +294,10 @@ def least_duration(space, predictor) -> float:
 
 class BelieverModel:
     """Pseudo-observations for pending configurations: believed loss and believed predictions (see the
-    module docstring). Deterministic in (seed, number of finished and pending evaluations)."""
+    module docstring; the rules are the core's, :mod:`optdiv.core.believers`). Deterministic in (seed, number
+    of finished and pending evaluations)."""
 
-    def __init__(self, space, seed: int = 0, n_trees: int = 20, neighbours: int = BELIEVER_NEIGHBOURS):
+    def __init__(self, space, seed: int = 0, n_trees: int = BELIEVER_TREES, neighbours: int = BELIEVER_NEIGHBOURS):
         self.source = SpaceCandidates(space)
         self.seed, self.n_trees, self.neighbours = int(seed), int(n_trees), int(neighbours)
 
@@ -316,15 +317,11 @@ class BelieverModel:
     def _believed_losses(self, finished: Sequence, pending_x: np.ndarray, step: int) -> np.ndarray:
         ok = [obs.val_loss for obs in finished if obs.status == "ok" and np.isfinite(obs.val_loss)]
         fallback = float(np.mean(ok)) if ok else float("nan")  # nan: optimisers read it as a failure
-        if len(finished) < 2:
+        if len(finished) < 2:  # no forest yet, and nothing to encode or impute (the core falls back alike)
             return np.full(len(pending_x), fallback)
-        from optdiv.core.surrogates import ProbabilisticRandomForest
-
         seed = int(np.random.default_rng([self.seed, step, 0xBE11]).integers(2**31))
-        forest = ProbabilisticRandomForest(n_trees=self.n_trees, seed=seed)
-        forest.fit(self.source.encode_history(finished), _losses_with_failures(finished))
-        mean, _ = forest.predict(pending_x)
-        return np.where(np.isfinite(mean), mean, fallback)
+        return believed_losses(self.source.encode_history(finished), losses_with_failures(finished), pending_x,
+                               fallback, seed, self.n_trees)
 
     def _believed_predictions(self, finished: Sequence, pending_x: np.ndarray) -> List[Optional[np.ndarray]]:
         ok = [obs for obs in finished if obs.status == "ok" and obs.val_pred is not None]

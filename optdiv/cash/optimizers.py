@@ -18,6 +18,7 @@ import numpy as np
 
 from optdiv.cash.candidates import SpaceCandidates, as_dict, config_key, observation_key, seen_keys
 from optdiv.core.diversity import diversity_to_pool
+from optdiv.core.pending import pick_with_pending
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 from optdiv.core.tpe import ParzenRatio
@@ -124,7 +125,7 @@ class Optimizer:
         if not candidates:
             config = self.source.random(rng, seen, algorithm)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random (space exhausted)"})
-        losses = _losses_with_failures(history)
+        losses = losses_with_failures(history)
         finish = self._finish_probability(history, obs_x, cand_x, step, stream)
         if self.method == "tpe":
             scores = ParzenRatio().fit(obs_x, losses).score(cand_x)
@@ -221,23 +222,27 @@ class Optimizer:
         selector = DiversityAwareSelector(
             method=self.method, metric=self.metric, seed=int(rng.integers(2**31)), **self.selector_options
         )
-        preds = np.stack([history[i].val_pred for i in ok])
-        # pending pseudo-observations come last in the history (see optdiv.cash.parallel) and are never cached
+        # pending pseudo-observations come last in the history (optdiv.cash.loop), already believed over the whole
+        # history, and are never cached
         real = [i for i in ok if history[i].status != PENDING]
+        pending = [i for i in ok if history[i].status == PENDING]
+        rows = real + pending
+        preds = np.stack([history[i].val_pred for i in rows])
         keys = [(history[i].index, observation_key(history[i])) for i in real]
-        diversity = self._diversity_matrix(ok, preds, y_val, selector.kind, selector.ensemble_size, keys=keys)
-        selector.fit(obs_x[ok], preds, y_val, diversity=diversity)
-        choice = selector.score(cand_x, ei, t=len(history))
+        diversity = self._diversity_matrix(rows, preds, y_val, selector.kind, selector.ensemble_size, keys=keys)
+        (pick,) = pick_with_pending(selector, cand_x, ei, obs_x[real], preds[:len(real)], y_val, obs_x[pending],
+                                    pending_preds=preds[len(real):], t=len(history), diversity=diversity)
+        choice = pick.selection
         info = {
             **info,
             "weight": float(choice.weight),
             "diversity_kind": selector.kind,
-            "pool": [int(ok[i]) for i in np.asarray(choice.pool_indices)],
-            "ei_rank": float(choice.perf_rank[choice.index]),
+            "pool": [int(rows[i]) for i in np.asarray(choice.pool_indices)],
+            "ei_rank": float(choice.perf_rank[pick.first]),
         }
-        if len(real) < len(ok):
-            info["n_pending"] = len(ok) - len(real)
-        return int(choice.index), info
+        if pending:
+            info["n_pending"] = len(pending)
+        return pick.index, info
 
     def _diversity_matrix(self, ok: List[int], preds: np.ndarray, y_val, kind: str, ensemble_size: int,
                           keys: Optional[List] = None):
@@ -267,7 +272,7 @@ class Optimizer:
         return matrix
 
 
-def _losses_with_failures(history) -> np.ndarray:
+def losses_with_failures(history) -> np.ndarray:
     """Validation losses; failed runs get the worst successful loss, so they repel without distorting the fit.
     A pending pseudo-observation keeps its believed loss (the surrogate's own prediction for it); a timeout
     gets :func:`imputed_loss`, since running out of time says a configuration is slow, not that it is bad."""

@@ -1,10 +1,11 @@
-"""Believed predictions of configurations still being evaluated (parallel search).
+"""Believed outcomes of configurations still being evaluated (parallel search).
 
 A suggestion made while other evaluations run should not ignore them: DivBO / OptDivBO would otherwise
 pick a configuration whose behaviour a running one already covers. Until a running configuration ends, its
 validation predictions are believed to be the mean of its nearest finished neighbours' predictions in the
 encoded space (a Kriging believer for the diversity side). The standalone engine and the host adapters use
-this one rule.
+this one rule (through :mod:`optdiv.core.pending`). The engine also believes a running configuration's loss
+(:func:`believed_losses`), so its own expected improvement is pushed away from it.
 """
 
 from __future__ import annotations
@@ -42,3 +43,26 @@ def believed_predictions(finished_x, finished_preds, running_x, neighbours: int 
         nearest = np.argsort(distance, kind="stable")[:neighbours]
         out.append(preds[nearest].mean(axis=0).astype(np.float32))
     return out
+
+
+#: Trees of the forest behind :func:`believed_losses`: a rough belief suffices, and it is fitted per suggestion.
+BELIEVER_TREES = 20
+
+
+def believed_losses(finished_x, finished_losses, running_x, fallback: float, seed: int,
+                    n_trees: int = BELIEVER_TREES) -> np.ndarray:
+    """One believed loss per row of ``running_x`` (a Kriging believer): the mean of a random forest over the
+    finished encodings ``finished_x`` and their losses, or ``fallback`` where the forest's mean is not finite
+    and for every row while fewer than two configurations are finished (a forest needs two).
+
+    ``finished_losses`` must be finite (a host imputes its failures first); ``seed`` seeds the forest.
+    """
+    running_x = np.asarray(running_x, dtype=np.float64)
+    finished_losses = np.asarray(finished_losses, dtype=np.float64)
+    if finished_losses.shape[0] < 2:
+        return np.full(len(running_x), fallback)
+    from .surrogates import ProbabilisticRandomForest  # LightGBM, only once a forest is needed
+
+    forest = ProbabilisticRandomForest(n_trees=int(n_trees), seed=int(seed)).fit(finished_x, finished_losses)
+    mean, _ = forest.predict(running_x)
+    return np.where(np.isfinite(mean), mean, fallback)

@@ -6,8 +6,9 @@ Each adapter lists what it relies on of its host (methods, their parameters, att
 
 from __future__ import annotations
 
+import importlib
 import inspect
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Sequence, Tuple
 
 
 def parameters(function) -> tuple:
@@ -51,4 +52,26 @@ class Problems(list):
             self.append(f"{what}: {found}")
 
 
-__all__: List[str] = ["Problems", "covers", "parameters", "refers_to", "same"]
+def installed(*packages: Tuple[str, str]) -> str:
+    """The installed versions of ``(import name, label)`` packages, e.g. "auto-sklearn 0.15.0 with SMAC 1.2", for
+    the error message; a package that cannot be imported or has no version reads "(version unknown)"."""
+    versions = []
+    for module, label in packages:
+        try:
+            versions.append(f"{label} {importlib.import_module(module).__version__}")
+        except Exception:  # not installed or no version attribute
+            versions.append(f"{label} (version unknown)")
+    return " with ".join(versions)
+
+
+def raise_on(problems: Sequence[str], error: type, subject: str, written_for: str,
+             packages: Sequence[Tuple[str, str]], remedy: str) -> None:
+    """Raise ``error`` naming ``subject``, the versions it was written for and those installed (:func:`installed`
+    of ``packages``), every problem and the ``remedy``, unless there are no problems: the one wording of the three
+    adapters' version errors."""
+    if problems:
+        raise error(f"optdiv's {subject} was written for {written_for} and relies on internals that differ in this "
+                    f"environment ({installed(*packages)}):\n  - " + "\n  - ".join(problems) + f"\n{remedy}")
+
+
+__all__: List[str] = ["Problems", "covers", "installed", "parameters", "raise_on", "refers_to", "same"]

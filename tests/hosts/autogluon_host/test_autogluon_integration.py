@@ -41,13 +41,13 @@ def test_hook_starts_from_autogluons_own_fit_spends_the_budget_and_saves(tmp_pat
     from optdiv.integrations import autogluon as oag
 
     steered_by = []  # the rows each suggestion was made from
-    suggest = oag.Optimizer.suggest
+    suggest = oag.hook.Optimizer.suggest  # the engine's optimiser, as the hook calls it
 
     def recording_suggest(self, history, y_val=None, **kwargs):
         steered_by.append((len(y_val), {obs.val_pred.shape[0] for obs in history if obs.val_pred is not None}))
         return suggest(self, history, y_val, **kwargs)
 
-    monkeypatch.setattr(oag.Optimizer, "suggest", recording_suggest)
+    monkeypatch.setattr(oag.hook.Optimizer, "suggest", recording_suggest)
 
     train, val, test = _breast_cancer()
     user_args = dict(excluded_model_types=SLOW_DEFAULTS, num_cpus=1)  # the user's own AutoGluon arguments
@@ -202,7 +202,7 @@ def test_failed_model_fits_do_not_stop_the_search(tmp_path, monkeypatch):
             return "GBM", {"num_leaves": -5}
         return real(config, task)
 
-    monkeypatch.setattr(oag, "to_hyperparameters", broken_for_some)
+    monkeypatch.setattr(oag.hook, "to_hyperparameters", broken_for_some)  # where the hook looks it up
     predictor = _predictor(tmp_path)
     search = oag.fit(predictor, train, tuning_data=val, time_limit=45, hyperparameters={"LR": {}}, method="divbo",
                      n_models=5, n_initial=2, families=["KNN", "LR", "XT"], n_candidates=200, num_cpus=1)
@@ -239,83 +239,6 @@ def test_phase1_models_map_to_the_nearest_configuration():
     assert oag.from_hyperparameters("XT", {}, space) is None  # a family outside the space
     assert oag.to_hyperparameters(rf, "classification") == ("RF", {"max_leaf_nodes": 15000, "min_samples_leaf": 1,
                                                                    "max_features": "sqrt"})
-
-
-def test_the_switch_is_cross_validated():
-    """More models always fit the validation rows at least as well; the switch asks whether they help on rows the
-    ensemble was not fitted on: noise models added to a good one do not, independent good models do."""
-    from optdiv.integrations import autogluon as oag
-
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 2, 400)
-
-    def model(accuracy):
-        right = rng.random(len(y)) < accuracy
-        p1 = np.where(right == (y == 1), accuracy, 1 - accuracy)  # calibrated
-        return np.stack([1 - p1, p1], axis=1)
-
-    good = model(0.75)
-    noise = [np.stack([1 - p, p], axis=1) for p in rng.random((30, len(y)))]
-    assert oag.switch_confidence_cv(np.stack([good] + noise), [0], y, "error") < 0.5
-    assert oag.switch_confidence_cv(np.stack([good] + noise), [0], y, "log_loss") < oag.SWITCH_CONFIDENCE
-    independent = [model(0.75) for _ in range(4)]
-    assert oag.switch_confidence_cv(np.stack([good] + independent), [0], y, "error") > 0.99
-    # a regression pool: a second unbiased model with independent noise halves the variance
-    target = rng.normal(size=300)
-    values = np.stack([target + rng.normal(size=300), target + rng.normal(size=300)])
-    assert oag.switch_confidence_cv(values, [0], target, "mse") > 0.99
-    assert oag.switch_confidence_cv(values, [0], target, "mse", ensemble=False) < 0.99  # one model, not both
-
-
-def test_check_rows_do_not_count_a_searchs_picks_as_skill():
-    """A search that keeps the 20 of 1,000 random variants of phase 1's model scoring best on the rows it is steered
-    by, on a near-chance target of quake's size: no variant is better, yet cross-validating over the rows the
-    picking saw is sometimes sure the larger pool is; the check rows, which the picking never saw, never are."""
-    from optdiv.core.metrics import per_example_loss
-    from optdiv.integrations import autogluon as oag
-
-    def picked_pools(seed):
-        rng = np.random.default_rng(seed)
-        y = rng.integers(0, 2, 440)
-        right = rng.random(len(y)) < 0.58
-        p1 = np.where(right == (y == 1), 0.58, 0.42)
-        variants = np.clip(p1 + rng.uniform(-0.1, 0.1, (1000, len(y))), 0.01, 0.99)
-        variants = np.stack([1 - variants, variants], axis=-1)
-
-        def pool(rows):  # phase 1's model, then the 20 variants with the lowest log loss on ``rows``
-            losses = per_example_loss(variants[:, rows], y[rows], "log_loss").mean(axis=1)
-            return np.concatenate([np.stack([1 - p1, p1], axis=1)[None], variants[np.argsort(losses)[:20]]])
-
-        check = oag.check_rows(y, "classification", seed=seed)
-        return y, check, pool(np.ones(len(y), dtype=bool)), pool(~check)
-
-    old_rule, new_rule = [], []
-    for seed in range(12):
-        y, check, picked_on_all, picked_on_scored = picked_pools(seed)
-        old_rule.append(oag.switch_confidence_cv(picked_on_all, [0], y, "log_loss"))
-        new_rule.append(oag.switch_confidence_heldout(picked_on_scored, [0], y, check, "log_loss"))
-    assert sum(c >= oag.SWITCH_CONFIDENCE for c in old_rule) >= 2, old_rule
-    assert max(new_rule) < oag.SWITCH_CONFIDENCE and np.mean(new_rule) < np.mean(old_rule) - 0.2, new_rule
-
-    # the check rows: half of each class, drawn by the seed; too few rows are not split (cross-validation then)
-    assert check.sum() == pytest.approx(len(y) / 2, abs=2)
-    for c in (0, 1):
-        assert check[y == c].sum() == pytest.approx((y == c).sum() / 2, abs=1)
-    assert not np.array_equal(check, oag.check_rows(y, "classification", seed=99))
-    assert oag.check_rows(y[:50], "classification", seed=0) is None
-
-    # a pool that is really better is still recognised on half the rows
-    rng = np.random.default_rng(7)
-
-    def model(accuracy):
-        right = rng.random(len(y)) < accuracy
-        p = np.where(right == (y == 1), accuracy, 1 - accuracy)
-        return np.stack([1 - p, p], axis=1)
-
-    better = np.stack([model(0.58)] + [model(0.62) for _ in range(6)])
-    assert oag.switch_confidence_heldout(better, [0], y, check, "error") > 0.99
-    with pytest.raises(ValueError, match="check"):
-        oag.switch_confidence_heldout(better, [0], y, np.ones(len(y), dtype=bool), "error")
 
 
 def test_eval_metrics_follow_the_metric_vocabulary():

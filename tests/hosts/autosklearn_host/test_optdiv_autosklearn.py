@@ -523,9 +523,9 @@ def test_running_configurations_enter_the_selector_as_believers(tmp_path):
 
 
 def test_installed_host_passes_the_check():
-    from optdiv.integrations.autosklearn import _host_problems, check_host
+    from optdiv.integrations.autosklearn import check_host, host_problems
 
-    assert _host_problems() == []
+    assert host_problems() == []
     check_host()
 
 
@@ -599,7 +599,7 @@ def test_pool_metric_follows_autosklearns_metric(tmp_path):
     import autosklearn.metrics
     from autosklearn.constants import BINARY_CLASSIFICATION, REGRESSION
 
-    from optdiv.integrations.autosklearn import _HostLoss, optdiv_smac
+    from optdiv.integrations.autosklearn import HostLoss, optdiv_smac
 
     cases = [  # auto-sklearn metric, task, callback metric -> report.metric, report.pool_metric, host loss used
         (autosklearn.metrics.balanced_accuracy, BINARY_CLASSIFICATION, None, "error", "balanced_accuracy", True),
@@ -616,7 +616,7 @@ def test_pool_metric_follows_autosklearns_metric(tmp_path):
         callback = optdiv_smac("optdivbo", metric=ours)
         selector = callback(**args).solver.epm_chooser.acq_optimizer.selector
         assert (callback.report.metric, callback.report.pool_metric) == (loss, pool_metric), metric.name
-        assert isinstance(selector.pool_scorer, _HostLoss) == host_loss, metric.name
+        assert isinstance(selector.pool_scorer, HostLoss) == host_loss, metric.name
         if host_loss:
             assert selector.pool_scorer.scorer is metric and selector.pool_scorer.task_type == task
             prediction = np.stack([1.0 - y_val, y_val], axis=1) if task == BINARY_CLASSIFICATION else y_val

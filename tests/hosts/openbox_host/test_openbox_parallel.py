@@ -281,11 +281,11 @@ def test_changed_openbox_internals_fail_loudly(tmp_path, monkeypatch):
         HostVersionError,
         OptDivAdvisor,
         OptDivParallelOptimizer,
-        _host_problems,
         check_host,
+        host_problems,
     )
 
-    assert _host_problems() == []
+    assert host_problems() == []
     check_host()
     y_val = problem.data()[3]
     space = problem.make_space()
