@@ -32,7 +32,7 @@ if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed on
     sys.path.insert(0, str(REPO))
 
 from optdiv.bench.library import library_dir, load_library
-from optdiv.cash.store import RunStore
+from optdiv.storage.files import RunStore
 from optdiv.core.acquisition import ranks
 from optdiv.core.diversity import BLACK_BOX_BRIER_WEIGHT, BLACK_BOX_CE_WEIGHT, diversity_to_pool
 from optdiv.core.ensemble import ensemble_predict, ensemble_selection

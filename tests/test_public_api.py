@@ -7,9 +7,10 @@ import optdiv
 
 
 def test_every_exported_name_resolves_to_the_real_object():
-    from optdiv.cash.engine import run, search
-    from optdiv.cash.estimators import OptDivClassifier, OptDivRegressor
-    from optdiv.cash.run_config import RunConfig
+    from optdiv.engine.run import run
+    from optdiv.engine.search import search
+    from optdiv.sklearn import OptDivClassifier, OptDivRegressor
+    from optdiv.config import RunConfig
     from optdiv.core.selector import DiversityAwareSelector
 
     assert (optdiv.OptDivClassifier, optdiv.OptDivRegressor, optdiv.RunConfig, optdiv.run, optdiv.search,

@@ -18,7 +18,7 @@ Two entry points, both driven by the core's one ``DiversityAwareSelector``:
   :func:`register_searchers`). AutoGluon reports only a score to a searcher; the searcher reloads each
   finished trial model from disk and reads its validation predictions (bagged: its out-of-fold ones).
 
-Both routes encode configurations with the engine's ``optdiv.cash.encoding.ConfigEncoder`` (the hook's
+Both routes encode configurations with the engine's ``optdiv.spaces.encoding.ConfigEncoder`` (the hook's
 space is a ConfigSpace space; the searcher turns AutoGluon's ``space`` objects into one) and read
 AutoGluon's ``eval_metric`` through the core's metric vocabulary.
 
@@ -42,12 +42,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from optdiv.cash import cs_compat
-from optdiv.cash.encoding import ConfigEncoder
-from optdiv.cash.observation import Observation
-from optdiv.cash.optimizers import Optimizer
-from optdiv.cash.spaces._assembly import selected
-from optdiv.cash.spaces.autogluon_space import OPTIONAL, autogluon_space
+from optdiv.spaces import cs_compat
+from optdiv.spaces.encoding import ConfigEncoder
+from optdiv.evaluation.observation import Observation
+from optdiv.strategies.model_based import Optimizer
+from optdiv.spaces.assembly import selected
+from optdiv.spaces.autogluon_space import OPTIONAL, autogluon_space
 from optdiv.core.metric_vocabulary import resolve_host, task_of
 from optdiv.core.metrics import per_example_loss
 from optdiv.core.selector import DiversityAwareSelector
@@ -734,7 +734,7 @@ def _inventory(predictor, space, y_rows: int) -> Tuple[List[Observation], List[O
         obs = Observation(config=config, status="ok",
                           val_loss=float(predictor.eval_metric.convert_score_to_error(float(score[name]))),
                           fit_seconds=float(fit_time.get(name) or 0.0), val_pred=pred, algorithm=FAMILIES[family])
-        obs.__dict__["model"] = name
+        obs.model_name = name
         (base if int(level.get(name, 1)) <= 1 else stacked).append(obs)
     return base, stacked
 
@@ -806,7 +806,7 @@ def _phase2(predictor, method, keys, n_models, seed, model_time_limit, n_initial
                           val_loss=trial.val_loss if trial.status == "ok" else math.inf,
                           fit_seconds=trial.fit_seconds, val_pred=preds, index=len(stacked) + len(history),
                           algorithm=FAMILIES[family])
-        obs.__dict__["model"] = trial.model
+        obs.model_name = trial.model
         history.append(obs)
         seen.append(_on_rows(predictor, obs, scored, y_val))
         trials.append(trial)
@@ -920,7 +920,7 @@ def _switch_confidence(predictor, new_models, y_val, check, history, seed: int, 
     """How sure the rows of :func:`validation_targets` are that ensembling the predictor's models beats phase 1's:
     :func:`switch_confidence_heldout` on the ``check`` rows, or :func:`switch_confidence_cv` over all rows when
     there are none; with the predictions the search stored (the others read from AutoGluon)."""
-    stored = {obs.__dict__.get("model"): obs.val_pred for obs in history if obs.val_pred is not None}
+    stored = {obs.model_name: obs.val_pred for obs in history if obs.val_pred is not None}
     models = list(predictor.model_names(stack_name="core"))
     stored.update(validation_predictions(predictor, [m for m in models if m not in stored]))
     models = [m for m in models if stored.get(m) is not None and np.all(np.isfinite(stored[m]))

@@ -69,7 +69,7 @@ from openbox.optimizer.generic_smbo import SMBO
 from openbox.optimizer.parallel_smbo import pSMBO
 from openbox.utils.constants import FAILED, SUCCESS
 
-from optdiv.cash.encoding import ConfigEncoder
+from optdiv.spaces.encoding import ConfigEncoder
 from optdiv.core.believers import believed_predictions
 from optdiv.core.ensemble import ensemble_predict
 from optdiv.core.metrics import mean_loss
@@ -236,7 +236,7 @@ def _host_changed(what: str) -> HostVersionError:
 
 def encode_configurations(configs: Sequence, config_space) -> np.ndarray:
     """``(count, dims)`` float64 in the core's convention: values in [0, 1], inactive -1
-    (:class:`optdiv.cash.encoding.ConfigEncoder`, columns in the space's order)."""
+    (:class:`optdiv.spaces.encoding.ConfigEncoder`, columns in the space's order)."""
     encoder = ConfigEncoder(config_space)
     return encoder.encode_vectors(encoder.vectors(list(configs)))
 
@@ -647,7 +647,7 @@ class EnsembleMembers(NamedTuple):
 
 
 class _Run(NamedTuple):
-    """The fields of a run that ``optdiv.cash.final_ensemble.choose_members`` reads."""
+    """The fields of a run that ``optdiv.final.choice.choose_members`` reads."""
 
     status: str
     val_pred: Optional[np.ndarray]
@@ -668,7 +668,7 @@ def final_ensemble(
     ``"agnostic_bayes"`` (posterior probability of being the best model). ``y_val`` is needed only when
     the advisor was built without it (option off).
     """
-    from optdiv.cash.final_ensemble import choose_members
+    from optdiv.final.choice import choose_members
 
     if not isinstance(advisor, OptDivAdvisor):
         raise TypeError(f"final_ensemble needs an OptDivAdvisor; got {type(advisor).__name__}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optdiv.cash.baselines.contest import (
+from optdiv.strategies.contest import (
     _holm_rejections,
     integer_log,
     round_budget,
@@ -58,20 +58,18 @@ def test_holm_step_down():
 
 
 class _TenArms:
-    replay = False
-
     def algorithms(self):
         return [f"a{i}" for i in range(10)]
 
 
 def _obs(i, loss):
-    from optdiv.cash.observation import Observation
+    from optdiv.evaluation.observation import Observation
 
     return Observation({"x": i}, "ok", loss, index=i)
 
 
 def test_dacopt_highest_contest_schedule_10_4_2_within_budget():
-    from optdiv.cash.baselines.dacopt import DACOpt
+    from optdiv.strategies.dacopt import DACOpt
 
     dac = DACOpt(space=None, metric="error", seed=0, candidates=_TenArms(), budget=100, b_init=5)
     assert len(dac.groups) == 10
@@ -95,11 +93,9 @@ def test_dacopt_highest_contest_schedule_10_4_2_within_budget():
 
 
 def test_dacopt_statistical_contest_drops_a_clearly_worse_group():
-    from optdiv.cash.baselines.dacopt import DACOpt
+    from optdiv.strategies.dacopt import DACOpt
 
     class _Three:
-        replay = False
-
         def algorithms(self):
             return ["a", "b", "c"]
 
@@ -119,8 +115,8 @@ def test_dacopt_statistical_contest_drops_a_clearly_worse_group():
 
 def test_optdivbo_dac_uses_one_global_pool(cls_library):
     from optdiv.bench.replay import LibraryEvaluator
-    from optdiv.cash.baselines.dacopt import DACOpt
-    from optdiv.cash.candidates import LibraryCandidates
+    from optdiv.strategies.dacopt import DACOpt
+    from optdiv.spaces.candidates import LibraryCandidates
 
     dac = DACOpt(cls_library.space, "error", seed=0, candidates=LibraryCandidates(cls_library), budget=40,
                  inner="optdivbo", b_init=3, max_groups=4, n_trees=10)
@@ -146,7 +142,7 @@ def test_tied_losses_use_the_signed_rank_normal_approximation():
 
     from scipy.stats import rankdata, wilcoxon
 
-    from optdiv.cash.baselines.contest import _wilcoxon_p
+    from optdiv.strategies.contest import _wilcoxon_p
 
     a = np.array([0.30, 0.30, 0.25, 0.40, 0.40, 0.35, 0.30, 0.45, 0.30, 0.50, 0.30, 0.40])
     b = np.array([0.30, 0.20, 0.20, 0.30, 0.30, 0.35, 0.20, 0.30, 0.25, 0.30, 0.20, 0.30])

@@ -7,7 +7,7 @@ import pytest
 
 from optdiv.bench.report import _fmt_cell, algorithm_spread
 from optdiv.bench.stats import average_ranks, better_same_worse, compare, lower_tie_higher, paired_p
-from optdiv.cash.final_ensemble import Stacker
+from optdiv.final.choice import Stacker
 
 
 def test_average_ranks_by_hand():

@@ -13,7 +13,7 @@ from pathlib import Path
 from sklearn.base import BaseEstimator, ClassifierMixin
 from tiny_space import build, tiny_space
 
-from optdiv.cash.spaces import SearchSpace
+from optdiv.spaces import SearchSpace
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
 
@@ -53,7 +53,7 @@ def sleepy_space() -> SearchSpace:
 def drive(csv: str, out: str, budget: int, where: str = "none") -> None:
     """One tiny optdivbo run stored in ``out``, resumed when ``out`` holds one. ``where``: ``none``
     (sequential), a number of local Dask workers, or a scheduler address."""
-    from optdiv.cash.engine import run
+    from optdiv.engine.run import run
 
     parallel = {}
     if where.isdigit():

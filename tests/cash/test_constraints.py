@@ -10,7 +10,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from tiny_space import SLOW_PREDICT_SECONDS, latency_space, tiny_space
 
-from optdiv.cash.constraints import (
+from optdiv.evaluation.constraints import (
     Constraint,
     InfeasibleSearchError,
     check,
@@ -19,11 +19,12 @@ from optdiv.cash.constraints import (
     parse_constraints,
     settings_form,
 )
-from optdiv.cash.data import from_frame, load_dataset, split
-from optdiv.cash.engine import run, search
-from optdiv.cash.evaluator import Evaluator
-from optdiv.cash.observation import Observation
-from optdiv.cash.store import RunStore, RunStoreError
+from optdiv.data import from_frame, load_dataset, split
+from optdiv.engine.run import run
+from optdiv.engine.search import search
+from optdiv.evaluation.evaluator import Evaluator
+from optdiv.evaluation.observation import Observation
+from optdiv.storage.files import RunStore, RunStoreError
 from optdiv.cli import build_parser, main
 
 # --------------------------------------------------------------------------- parsing and arithmetic

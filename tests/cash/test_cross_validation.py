@@ -9,12 +9,13 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 from sklearn.tree import DecisionTreeClassifier
 from tiny_space import build, tiny_space
 
-import optdiv.cash.fitting as fitting_module
-from optdiv.cash.data import Splits, cross_validation_view, from_frame, split
-from optdiv.cash.engine import run, search
-from optdiv.cash.evaluator import Evaluator
-from optdiv.cash.final_ensemble import choose_members
-from optdiv.cash.store import RunStore, RunStoreError
+import optdiv.evaluation.fitting as fitting_module
+from optdiv.data import Splits, cross_validation_view, from_frame, split
+from optdiv.engine.run import run
+from optdiv.engine.search import search
+from optdiv.evaluation.evaluator import Evaluator
+from optdiv.final.choice import choose_members
+from optdiv.storage.files import RunStore, RunStoreError
 from optdiv.core.agnostic_baselines import RHO_GRID, ensemble_loss
 from optdiv.core.ensemble import agnostic_bayes_weights
 from optdiv.core.metrics import mean_loss, per_example_loss
@@ -256,7 +257,7 @@ def test_cli_cv_option(tmp_path, capsys):
 
 
 def test_automatic_cv_folds_small_data_and_holds_out_on_large():
-    from optdiv.cash.data import AUTO_CV_FOLDS, AUTO_CV_MAX_ROWS, resolve_cv
+    from optdiv.data import AUTO_CV_FOLDS, AUTO_CV_MAX_ROWS, resolve_cv
 
     assert resolve_cv("auto", 200) == AUTO_CV_FOLDS == 5
     assert resolve_cv("auto", AUTO_CV_MAX_ROWS) == 5 and resolve_cv("auto", AUTO_CV_MAX_ROWS + 1) is None
@@ -266,7 +267,7 @@ def test_automatic_cv_folds_small_data_and_holds_out_on_large():
 
 
 def test_automatic_cv_in_run_and_the_estimators_default_chooses_folds_on_small_data(tmp_path):
-    from optdiv.cash.estimators import OptDivClassifier
+    from optdiv.sklearn import OptDivClassifier
 
     csv = tmp_path / "bc.csv"
     load_breast_cancer(as_frame=True).frame.sample(150, random_state=1).to_csv(csv, index=False)
@@ -283,7 +284,7 @@ def test_automatic_cv_in_run_and_the_estimators_default_chooses_folds_on_small_d
 
 
 def test_automatic_cv_keeps_a_validation_set_the_caller_gives():
-    from optdiv.cash.estimators import OptDivClassifier
+    from optdiv.sklearn import OptDivClassifier
 
     frame = load_breast_cancer(as_frame=True).frame.sample(150, random_state=1)
     X, y = frame.drop(columns="target"), frame["target"]

@@ -8,12 +8,13 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from tiny_space import build, tiny_space
 
-from optdiv.cash.data import Splits, cross_validation_view, from_frame, split
-from optdiv.cash.engine import search
-from optdiv.cash.evaluator import Evaluator
-from optdiv.cash.observation import WORST_LOSS, Observation
-from optdiv.cash.optimizers import _losses_with_failures, imputed_loss
-from optdiv.cash.store import RunStore
+from optdiv.data import Splits, cross_validation_view, from_frame, split
+from optdiv.engine.search import search
+from optdiv.evaluation.evaluator import Evaluator
+from optdiv.evaluation.interface import EvaluatorInterface
+from optdiv.evaluation.observation import WORST_LOSS, Observation
+from optdiv.strategies.base import imputed_loss, losses_with_failures
+from optdiv.storage.files import RunStore
 from optdiv.core.metrics import mean_loss
 
 #: Deadlines and time-outs measured on the wall clock: run alone (see the `timing` marker).
@@ -88,7 +89,7 @@ def test_a_fold_timing_out_keeps_the_finished_folds_loss():
     assert 0 < obs.partial_loss < 0.6
     # the optimisers impute it from the partial loss instead of the worst successful loss
     history = [_ok(0, 0.3), _ok(1, 0.5), obs]
-    losses = _losses_with_failures(history)
+    losses = losses_with_failures(history)
     assert losses[2] == pytest.approx((2 * obs.partial_loss + 1 * 0.4) / 3)  # the unfinished fold at the median
     assert losses[2] < 0.5
 
@@ -97,7 +98,7 @@ def test_imputation_of_timeouts_and_failures():
     history = [_ok(0, 0.1), _ok(1, 0.2), _ok(2, 0.6), _censored(3, 0.05, 4, 5), _censored(4, None, 0, 5),
                Observation({"algorithm": "svm"}, "failed", WORST_LOSS["error"], index=5, error="boom"),
                _censored(6, 0.05, 1, 5)]
-    losses = _losses_with_failures(history)
+    losses = losses_with_failures(history)
     np.testing.assert_allclose(losses, [0.1, 0.2, 0.6, (4 * 0.05 + 0.2) / 5, 0.2, 0.6, (0.05 + 4 * 0.2) / 5])
     # before any run succeeded: the partial loss itself, else the fallback
     assert imputed_loss(_censored(0, 0.07), None, 1.0) == pytest.approx(0.07)
@@ -117,7 +118,7 @@ def test_a_censored_observation_survives_the_store_and_a_resume(tmp_path, cls_sp
     again = loaded[2]
     assert (again.status, again.partial_loss, again.folds_done, again.folds_total) == ("timeout", 0.04, 2, 3)
     assert again.val_pred is None and again.config == tree
-    np.testing.assert_allclose(_losses_with_failures(loaded), _losses_with_failures(first.history + [censored]))
+    np.testing.assert_allclose(losses_with_failures(loaded), losses_with_failures(first.history + [censored]))
     resumed = search(cls_splits, "classification", n_classes=2, method="bo-es", space=tiny_space("classification"),
                      budget=4, seed=1, optimizer_options=FAST, cv=3, store=RunStore(tmp_path / "run"))
     assert len(resumed.history) == 4 and resumed.history[2].partial_loss == 0.04
@@ -132,7 +133,7 @@ def test_an_older_log_line_loads_as_not_censored(tmp_path):
     assert (obs.partial_loss, obs.folds_done, obs.folds_total) == (None, 0, 0)
 
 
-class TreesTimeOut:
+class TreesTimeOut(EvaluatorInterface):
     """In-process evaluator whose tree configurations all time out after 4 of 5 folds with a partial loss better
     than anything that finishes: the partial loss alone would make the search chase them forever."""
 

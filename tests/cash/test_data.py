@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from optdiv.cash import data
-from optdiv.cash.data import (
+from optdiv import data
+from optdiv.data import (
     DataError,
     check_predict_columns,
     from_xy,

@@ -11,9 +11,9 @@ from ConfigSpace.hyperparameters import (
     UnParametrizedHyperparameter,
 )
 
-from optdiv.cash import cs_compat as C
-from optdiv.cash.encoding import ConfigEncoder, choice_count
-from optdiv.cash.spaces import SearchSpace
+from optdiv.spaces import cs_compat as C
+from optdiv.spaces.encoding import ConfigEncoder, choice_count
+from optdiv.spaces import SearchSpace
 
 
 def _space():

@@ -8,12 +8,13 @@ import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from tiny_space import tiny_space
 
-from optdiv.cash.data import DataError, from_frame, split
-from optdiv.cash.methods import get_method
-from optdiv.cash.engine import resolve_metric, run, search
-from optdiv.cash.evaluator import Evaluator
-from optdiv.cash.optimizers import Optimizer, parse_method
-from optdiv.cash.store import RunStore, RunStoreError
+from optdiv.data import DataError, from_frame, split
+from optdiv.strategies.methods import get_method
+from optdiv.engine.run import run
+from optdiv.engine.search import resolve_metric, search
+from optdiv.evaluation.evaluator import Evaluator
+from optdiv.strategies.model_based import Optimizer
+from optdiv.storage.files import RunStore, RunStoreError
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
 
@@ -66,7 +67,7 @@ def test_diversity_methods_use_the_selector_after_the_initial_design(cls_splits)
 
 @pytest.mark.parametrize("method,kind", [("optdivbo", "zero_one"), ("optdivbo-paper", "zero_one_paper")])
 def test_optdivbo_paper_keeps_the_published_clip(cls_splits, method, kind):
-    from optdiv.cash.methods import make_strategy
+    from optdiv.strategies.registry import make_strategy
 
     space = tiny_space("classification")
     history = search(cls_splits, "classification", n_classes=2, method="rs", space=space, budget=7, seed=0).history
@@ -147,7 +148,7 @@ def test_stacking_model_is_saved_with_its_meta_model(tmp_path):
     proba = model.predict_proba(frame)
     assert proba.shape == (250, 2) and np.allclose(proba.sum(1), 1.0)
     # the meta-model, not the uniform average, combines the members
-    from optdiv.cash.fitting import predict_probabilities
+    from optdiv.evaluation.fitting import predict_probabilities
 
     members = [predict_probabilities(m, frame, 2) for m in model.members]
     np.testing.assert_allclose(proba, model.stacker.predict(members))
@@ -157,7 +158,7 @@ def test_stacking_model_is_saved_with_its_meta_model(tmp_path):
 @pytest.mark.parametrize(
     "call,match",
     [
-        (lambda: parse_method("smac"), "unknown method 'smac'"),
+        (lambda: Optimizer(None, "smac", "error"), "unknown method 'smac'"),
         (lambda: resolve_metric("auc", "classification"), "unknown classification metric 'auc'"),
         (lambda: resolve_metric("error", "regression"), "metric 'error' does not fit a regression task"),
         (lambda: resolve_metric("median_absolute_error", "regression"), "cannot compute the regression metric"),
@@ -221,7 +222,7 @@ def test_agnostic_bayes_builders_samplers_and_vote(cls_splits, ensemble, sampler
     if ensemble == "amin":
         best = min(obs.val_loss for obs in result.history if obs.status == "ok")
         assert len(result.member_indices) == 1 and result.history[result.member_indices[0]].val_loss == best
-    from optdiv.cash.final_ensemble import weighted_prediction
+    from optdiv.final.choice import weighted_prediction
     from optdiv.core.metrics import mean_loss
 
     test_pred = weighted_prediction([result.history[i].test_pred for i in result.member_indices], result.weights,

@@ -9,8 +9,8 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.exceptions import NotFittedError
 from tiny_space import tiny_space
 
-from optdiv.cash.data import DataError
-from optdiv.cash.estimators import OptDivClassifier, OptDivRegressor
+from optdiv.data import DataError
+from optdiv.sklearn import OptDivClassifier, OptDivRegressor
 
 
 @pytest.fixture(scope="module")
@@ -134,14 +134,14 @@ def test_a_member_whose_refit_fails_stays_fitted_on_the_training_rows(monkeypatc
 def test_members_whose_final_fit_fails_are_left_out_with_their_weight_rescaled():
     from types import SimpleNamespace
 
-    from optdiv.cash.engine import _leave_out_failed_members
+    from optdiv.final.fit import leave_out_failed_members
 
     result = SimpleNamespace(member_indices=[4, 7, 9], weights=np.array([0.5, 0.3, 0.2]), stacker=None)
     report = {}
-    _leave_out_failed_members(result, [(1, 7, "ValueError: overflow")], report)
+    leave_out_failed_members(result, [(1, 7, "ValueError: overflow")], report)
     assert result.member_indices == [4, 9]
     np.testing.assert_allclose(result.weights, [0.5 / 0.7, 0.2 / 0.7])
     assert report["members_failed"] == [{"index": 7, "error": "ValueError: overflow"}]
     with pytest.raises(RuntimeError, match="could not be fitted"):  # nothing left to predict with
-        _leave_out_failed_members(SimpleNamespace(member_indices=[4], weights=np.array([1.0]), stacker=None),
+        leave_out_failed_members(SimpleNamespace(member_indices=[4], weights=np.array([1.0]), stacker=None),
                                   [(0, 4, "ValueError: overflow")], {})

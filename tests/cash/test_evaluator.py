@@ -10,9 +10,9 @@ import pytest
 from sklearn.metrics import log_loss
 from sklearn.pipeline import Pipeline
 
-from optdiv.cash.data import load_dataset, make_preprocessor, split
-from optdiv.cash.evaluator import Evaluator
-from optdiv.cash.observation import WORST_LOSS, Observation, worst_loss
+from optdiv.data import load_dataset, make_preprocessor, split
+from optdiv.evaluation.evaluator import Evaluator
+from optdiv.evaluation.observation import WORST_LOSS, Observation, worst_loss
 from optdiv.core.metrics import mean_loss
 
 
@@ -79,7 +79,7 @@ def test_multiclass_margin_probabilities_follow_the_decision():
     from sklearn.datasets import load_iris
     from sklearn.svm import LinearSVC
 
-    from optdiv.cash.fitting import predict_probabilities
+    from optdiv.evaluation.fitting import predict_probabilities
 
     X, y = load_iris(return_X_y=True)
     model = LinearSVC(dual=False).fit(X[y != 1], y[y != 1])  # classes_ = [0, 2]: column 1 stays empty
@@ -202,7 +202,7 @@ def test_worst_losses_are_finite():
 def test_worker_runs_with_the_thread_cap():
     import os
 
-    from optdiv.cash.worker import THREAD_VARIABLES, thread_limit_environment
+    from optdiv.evaluation.worker import THREAD_VARIABLES, thread_limit_environment
 
     splits = split(load_dataset("sklearn:breast_cancer"), seed=0)
     with Evaluator(builders.report_threads, splits, "classification", "error", time_limit=60) as evaluator:
@@ -227,8 +227,8 @@ def test_an_unguarded_script_stops_with_a_hint_instead_of_hanging(tmp_path):
         "import sys\n"
         f"sys.path.insert(0, {os.path.dirname(builders.__file__)!r})\n"
         "import builders\n"
-        "from optdiv.cash.data import load_dataset, split\n"
-        "from optdiv.cash.evaluator import Evaluator\n"
+        "from optdiv.data import load_dataset, split\n"
+        "from optdiv.evaluation.evaluator import Evaluator\n"
         "splits = split(load_dataset('sklearn:breast_cancer'), seed=0)\n"
         "ev = Evaluator(builders.logreg, splits, 'classification', 'log_loss', n_classes=2, time_limit=60)\n"
         "obs = ev.evaluate({'C': 1.0}, index=0)\n"

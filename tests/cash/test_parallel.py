@@ -19,14 +19,19 @@ from parallel_helpers import FAST, SLEEP_SECONDS, drive, sleepy_space
 from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
-from optdiv.cash.data import from_frame, split
-from optdiv.cash.engine import search
-from optdiv.cash.faults import FAULT_KEY, FaultPlan, FaultyBuild, parse_faults
-from optdiv.cash.methods import get_method, make_strategy
-from optdiv.cash.loop import BelieverModel, suggest_with_pending
-from optdiv.cash.optimizers import PENDING
-from optdiv.cash.parallel import DaskUnavailable, local_cluster
-from optdiv.cash.store import ISSUED_NAME, IssuedLog, RunStore
+from optdiv.data import from_frame, split
+from optdiv.evaluation.interface import EvaluatorInterface
+from optdiv.evaluation.observation import PENDING
+from optdiv.engine.search import search
+from optdiv.evaluation.fault_plan import FAULT_KEY, FaultPlan, parse_faults
+from optdiv.evaluation.faults import FaultyBuild
+from optdiv.strategies.methods import get_method
+from optdiv.strategies.registry import make_strategy
+from optdiv.engine.loop import BelieverModel, with_pending
+from optdiv.execution.dask_runner import DaskUnavailable, local_cluster
+from optdiv.storage.files import RunStore
+from optdiv.storage.issued import IssuedLog
+from optdiv.storage.layout import ISSUED_NAME
 
 try:
     import distributed
@@ -103,8 +108,9 @@ def test_pending_configurations_shape_the_next_suggestion(splits, finished):
     believer = BelieverModel(space, seed=4)
     first = optimizer.suggest(finished, y_val=splits.y_val)
     assert optimizer.suggest(finished, y_val=splits.y_val).config == first.config  # blind to pending: a duplicate
-    second = suggest_with_pending(optimizer, finished, [(8, first.config)], splits.y_val, believer)
-    third = suggest_with_pending(optimizer, finished, [(8, first.config), (9, second.config)], splits.y_val, believer)
+    second = optimizer.suggest(with_pending(finished, [(8, first.config)], believer), y_val=splits.y_val)
+    third = optimizer.suggest(with_pending(finished, [(8, first.config), (9, second.config)], believer),
+                              y_val=splits.y_val)
     batch = [first.config, second.config, third.config]
     assert len({_key(c) for c in batch}) == 3
     assert not {_key(c) for c in batch} & {_key(o.config) for o in finished}
@@ -119,7 +125,7 @@ def test_pending_configurations_shape_the_next_suggestion(splits, finished):
     # every strategy takes a history with pending pseudo-observations and suggests something new
     for method in ("rs", "bo", "tpe", "divbo", "rb-es", "kbo-es", "eo", "nes", "dac-sb-es", "optdivbo-dac", "admm"):
         strategy = make_strategy(get_method(method), space, "error", seed=4, budget=20, optimizer_options=FAST)
-        suggestion = suggest_with_pending(strategy, finished, [(8, first.config)], splits.y_val, believer)
+        suggestion = strategy.suggest(with_pending(finished, [(8, first.config)], believer), y_val=splits.y_val)
         assert _key(suggestion.config) not in {_key(o.config) for o in finished} | {_key(first.config)}, method
 
 
@@ -127,7 +133,7 @@ def test_pending_configurations_shape_the_next_suggestion(splits, finished):
 def test_missing_dask_is_a_clear_error(tmp_path):
     code = (
         "import sys; sys.modules['distributed'] = None\n"
-        "import optdiv, optdiv.cash.engine, optdiv.cash.parallel\n"
+        "import optdiv, optdiv.engine.search, optdiv.execution.dask_runner\n"
         "from optdiv.cli import main\n"
         "sys.exit(main(['run', '--data', 'sklearn:iris', '--budget', '2', '--workers', '2', '--quiet']))\n"
     )
@@ -354,7 +360,7 @@ def _lines(path: Path) -> int:
 
 
 def test_replay_and_custom_evaluators_stay_sequential(splits):
-    class Fixed:
+    class Fixed(EvaluatorInterface):
         def evaluate(self, config, index):
             raise AssertionError("not reached")
 

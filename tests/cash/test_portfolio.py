@@ -7,11 +7,11 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
-from optdiv.cash.candidates import LibraryCandidates, SpaceCandidates
-from optdiv.cash.data import from_frame, split
-from optdiv.cash.engine import search
-from optdiv.cash.optimizers import Optimizer
-from optdiv.cash.portfolio import (greedy_portfolio, normalized_regret, portfolio_path, read_portfolio,
+from optdiv.spaces.candidates import LibraryCandidates, SpaceCandidates
+from optdiv.data import from_frame, split
+from optdiv.engine.search import search
+from optdiv.strategies.model_based import Optimizer
+from optdiv.spaces.portfolio import (greedy_portfolio, normalized_regret, portfolio_path, read_portfolio,
                                    resolve_portfolio, write_portfolio)
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
@@ -69,7 +69,7 @@ def test_portfolio_files_round_trip_and_refuse_the_wrong_task(tmp_path):
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_shipped_portfolios_are_valid_configurations_of_their_space(task):
-    from optdiv.cash.spaces import get_space
+    from optdiv.spaces import get_space
 
     path = portfolio_path("autosklearn", task)
     if not path.exists():
@@ -83,8 +83,8 @@ def test_shipped_portfolios_are_valid_configurations_of_their_space(task):
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_library_defaults_portfolio_is_each_strong_algorithm_at_its_librarys_defaults(task):
-    from optdiv.cash.portfolio import LIBRARY_DEFAULTS
-    from optdiv.cash.spaces import get_space
+    from optdiv.spaces.portfolio import LIBRARY_DEFAULTS
+    from optdiv.spaces import get_space
 
     space = get_space("autosklearn", task)
     configs = resolve_portfolio("defaults", "autosklearn", task)
@@ -159,7 +159,7 @@ def test_auto_portfolio_is_the_library_defaults_where_they_exist_and_a_random_st
 
 
 def test_the_estimators_and_the_cli_start_from_the_library_defaults():
-    from optdiv.cash.estimators import OptDivClassifier
+    from optdiv.sklearn import OptDivClassifier
     from optdiv.cli import build_parser, run_config_from_args
 
     args = build_parser().parse_args(["run", "--data", "sklearn:breast_cancer"])

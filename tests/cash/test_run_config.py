@@ -8,13 +8,15 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
-import optdiv.cash.methods as methods_module
-from optdiv.cash.data import from_frame, split
-from optdiv.cash.engine import run, search
-from optdiv.cash.estimators import OptDivClassifier, OptDivRegressor
-from optdiv.cash.final_ensemble import FINALS
-from optdiv.cash.methods import METHODS, STRATEGIES, MethodSpec, get_method, make_strategy
-from optdiv.cash.run_config import RunConfig
+import optdiv.strategies.model_based as model_based_module
+from optdiv.data import from_frame, split
+from optdiv.engine.run import run
+from optdiv.engine.search import search
+from optdiv.sklearn import OptDivClassifier, OptDivRegressor
+from optdiv.final.choice import FINALS
+from optdiv.strategies.methods import METHODS, MethodSpec, get_method
+from optdiv.strategies.registry import STRATEGIES, make_strategy
+from optdiv.config import RunConfig
 from optdiv.cli import build_parser, run_config_from_args
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
@@ -102,13 +104,13 @@ def test_a_new_method_is_one_entry(cls_splits, monkeypatch):
 
 def test_the_run_s_ensemble_size_reaches_the_diversity_pool(cls_splits, monkeypatch):
     sizes = []
-    real = methods_module.Optimizer.__init__
+    real = model_based_module.Optimizer.__init__
 
     def spy(self, *args, **kwargs):
         sizes.append((kwargs.get("selector_options") or {}).get("ensemble_size"))
         real(self, *args, **kwargs)
 
-    monkeypatch.setattr(methods_module.Optimizer, "__init__", spy)
+    monkeypatch.setattr(model_based_module.Optimizer, "__init__", spy)
     search(cls_splits, "classification", n_classes=2, method="optdivbo", space=tiny_space("classification"),
            budget=6, seed=0, ensemble_size=4, optimizer_options=FAST)
     search(cls_splits, "classification", n_classes=2, method="divbo", space=tiny_space("classification"),
@@ -117,8 +119,8 @@ def test_the_run_s_ensemble_size_reaches_the_diversity_pool(cls_splits, monkeypa
 
 
 def test_the_command_line_python_run_and_the_estimators_search_with_the_same_defaults():
-    from optdiv.cash.constraints import parse_constraints
-    from optdiv.cash.engine import RUN_DEFAULTS
+    from optdiv.evaluation.constraints import parse_constraints
+    from optdiv.engine.run import RUN_DEFAULTS
 
     product = RunConfig.product()
 

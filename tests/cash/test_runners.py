@@ -12,16 +12,21 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
-from optdiv.cash.budget import DurationPredictor
-from optdiv.cash.data import from_frame, split
-from optdiv.cash.engine import search
-from optdiv.cash.evaluator import Evaluator
-from optdiv.cash.loop import search_loop
-from optdiv.cash.methods import get_method, make_strategy
-from optdiv.cash.observation import Observation, algorithm_of
-from optdiv.cash.optimizers import PENDING
-from optdiv.cash.runners import Done, Runner, SequentialRunner, make_runner
-from optdiv.cash.store import ISSUED_NAME, RunStore
+from optdiv.engine.budget import DurationPredictor
+from optdiv.data import from_frame, split
+from optdiv.engine.search import search
+from optdiv.evaluation.evaluator import Evaluator
+from optdiv.engine.loop import search_loop
+from optdiv.strategies.methods import get_method
+from optdiv.strategies.registry import make_strategy
+from optdiv.evaluation.interface import EvaluatorInterface
+from optdiv.evaluation.observation import PENDING, Observation, algorithm_of
+from optdiv.execution.factory import make_runner
+from optdiv.execution.runner import Done, Runner
+from optdiv.execution.sequential import SequentialRunner
+from optdiv.storage.files import RunStore
+from optdiv.storage.memory import MemoryStore
+from optdiv.storage.layout import ISSUED_NAME
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
 Y_VAL = np.arange(20) % 2
@@ -92,7 +97,8 @@ def _loop(runner, store=None, budget=8, history=None, method="optdivbo"):
     calls = {"progress": [], "finished": []}
     history = [] if history is None else history
     result = search_loop(strategy, runner, history, y_val=Y_VAL, space=space, seed=1, loss="error",
-                         budget=budget, predictor=DurationPredictor(history), store=store,
+                         budget=budget, predictor=DurationPredictor(history),
+                         store=MemoryStore() if store is None else store,
                          progress=lambda n, b, obs: calls["progress"].append((n, obs.index)),
                          on_finished=lambda done, ensemble: calls["finished"].append([o.index for o in done]))
     return result, calls
@@ -146,7 +152,7 @@ def test_with_two_slots_a_suggestion_that_does_not_fit_the_time_left_is_replaced
     predictor.observe("linear", 0.1)
     runner = FakeRunner()
     result = search_loop(strategy, runner, [], y_val=Y_VAL, space=space, seed=2, loss="error", budget=8,
-                         predictor=predictor, time_left=lambda: 5.0)
+                         predictor=predictor, store=MemoryStore(), time_left=lambda: 5.0)
     assert [o.index for o in result.history] == list(range(8)) and result.stopped is None
     assert all(o.algorithm == "linear" for o in result.history)  # random search draws trees too: each replaced
     assert result.fill_ins > 0 and all(limit == 5.0 for limit in runner.limits)  # each capped at the time left
@@ -161,8 +167,10 @@ def test_a_store_with_an_index_neither_issued_nor_recorded_is_refused(tmp_path):
         _loop(FakeRunner(), store, budget=5, history=history)
 
 
-class Recording:
-    """An evaluator that records each call; ``with_limit`` chooses whether evaluate takes a time limit."""
+class Recording(EvaluatorInterface):
+    """An evaluator that records each call and takes a time limit."""
+
+    takes_time_limit = True
 
     def __init__(self):
         self.calls, self.closed, self.last_start_seconds = [], 0, 0.0
@@ -176,6 +184,10 @@ class Recording:
 
 
 class RecordingWithoutLimit(Recording):
+    """A replay-like evaluator: it takes no time limit, and says so."""
+
+    takes_time_limit = False
+
     def evaluate(self, config, index):
         return super().evaluate(config, index)
 

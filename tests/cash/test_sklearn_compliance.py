@@ -9,8 +9,8 @@ import scipy.sparse as sp
 import sklearn
 from sklearn.exceptions import DataConversionWarning
 
-from optdiv.cash import sklearn_inputs
-from optdiv.cash.estimators import OptDivClassifier, OptDivRegressor
+from optdiv import sklearn_inputs
+from optdiv.sklearn import OptDivClassifier, OptDivRegressor
 
 NEW_SKLEARN = tuple(int(part) for part in sklearn.__version__.split(".")[:2]) >= (1, 6)
 

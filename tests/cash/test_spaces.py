@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from optdiv.cash import cs_compat as C
-from optdiv.cash.spaces import KNOWN_SPACES, SearchSpace, get_space
-from optdiv.cash.spaces.autogluon_space import OPTIONAL, autogluon_space, available_algorithms
-from optdiv.cash.spaces.autosklearn_space import (
+from optdiv.spaces import cs_compat as C
+from optdiv.spaces import KNOWN_SPACES, SearchSpace, get_space
+from optdiv.spaces.autogluon_space import OPTIONAL, autogluon_space, available_algorithms
+from optdiv.spaces.autosklearn_space import (
     CLASSIFIERS,
     PREPROCESSORS_CLASSIFICATION,
     PREPROCESSORS_REGRESSION,

@@ -7,9 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from optdiv.cash import store as store_mod
-from optdiv.cash.observation import Observation
-from optdiv.cash.store import RunStore, RunStoreError
+from optdiv.storage import files as store_mod
+from optdiv.evaluation.observation import Observation
+from optdiv.storage.files import RunStore, RunStoreError
 
 
 def _ok(index, rows=6, classes=3, seed=0):

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LinearRegression
 
-from optdiv.cash.fitting import build_pipeline, final_estimator
-from optdiv.cash.target_range import TARGET_MARGIN, RangeClippedRegressor
+from optdiv.evaluation.fitting import build_pipeline, final_estimator
+from optdiv.evaluation.target_range import TARGET_MARGIN, RangeClippedRegressor
 
 
 def test_an_extrapolating_member_is_clipped_to_the_margin():

@@ -11,14 +11,17 @@ import tiny_space
 from sklearn.datasets import load_breast_cancer
 from tiny_space import timed_space
 
-from optdiv.cash.budget import FINISH_SECONDS, Deadline, DurationPredictor
-from optdiv.cash.data import from_frame, load_dataset, split
-from optdiv.cash.engine import fit_model, run, search
-from optdiv.cash.estimators import OptDivClassifier
-from optdiv.cash.evaluator import Evaluator
-from optdiv.cash.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
-from optdiv.cash.worker import KILL_GRACE
-from optdiv.cash.store import RunStore
+from optdiv.engine.budget import FINISH_SECONDS, Deadline, DurationPredictor
+from optdiv.data import from_frame, load_dataset, split
+from optdiv.engine.run import run
+from optdiv.engine.search import search
+from optdiv.final.fit import fit_model
+from optdiv.sklearn import OptDivClassifier
+from optdiv.evaluation.evaluator import Evaluator
+from optdiv.evaluation.interface import EvaluatorInterface
+from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
+from optdiv.evaluation.worker import KILL_GRACE
+from optdiv.storage.files import RunStore
 
 #: Deadlines and time-outs measured on the wall clock: run alone (see the `timing` marker).
 pytestmark = pytest.mark.timing
@@ -77,9 +80,11 @@ def test_search_cuts_the_evaluation_at_the_deadline_discards_it_and_returns_in_t
     assert len(store.load()) == len(result.history)
 
 
-class ClockedEvaluator:
+class ClockedEvaluator(EvaluatorInterface):
     """Evaluates instantly except the ``slow`` algorithm, which fails after 1.5 s; records the time limit of each
     call."""
+
+    takes_time_limit = True
 
     def __init__(self, y_val):
         self.y_val = np.asarray(y_val)
@@ -163,8 +168,8 @@ def test_refit_on_train_and_validation_refits_unless_the_deadline_forbids_it(cls
 
 
 def test_a_refit_in_the_worker_is_saved_or_stopped_at_its_time_limit(tmp_path):
-    from optdiv.cash.data import Splits
-    from optdiv.cash.pipelines import SavedPipelines, splits_digest
+    from optdiv.data import Splits
+    from optdiv.evaluation.pipelines import SavedPipelines, splits_digest
 
     cancer = split(load_dataset("sklearn:breast_cancer"), seed=0)
     rows = Splits(cancer.X_train, cancer.y_train, None, None, None, None)  # a refit has no rows to score
@@ -200,7 +205,7 @@ def test_a_resumed_run_without_saved_pipelines_still_builds_its_model(tmp_path):
 
 
 def test_automatic_time_limit_is_a_tenth_of_the_budget_within_bounds():
-    from optdiv.cash.budget import resolve_time_limit
+    from optdiv.engine.budget import resolve_time_limit
 
     assert resolve_time_limit("auto", None) == 120.0
     assert resolve_time_limit("auto", 180) == pytest.approx(18.0)
@@ -237,7 +242,7 @@ def test_run_stores_the_seconds_an_automatic_time_limit_stands_for(tmp_path):
 
 
 def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_the_rest_on_train(cls_splits):
-    from optdiv.cash.engine import REFIT_SAFETY, REFIT_WORKER_START, WORKER_REFIT_SAFETY, _members_to_refit
+    from optdiv.final.fit import REFIT_SAFETY, REFIT_WORKER_START, WORKER_REFIT_SAFETY, members_to_refit
 
     result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
                     budget=12, seed=2)
@@ -246,9 +251,9 @@ def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_t
         result.history[i].fit_seconds = 0.75
     heaviest = max(range(len(result.member_indices)), key=lambda p: (result.weights[p], -p))
     one = REFIT_SAFETY * 1.0  # what a refit of 1 s is predicted to take
-    assert _members_to_refit(result, 4 / 3, left=1.5 * one) == {heaviest}  # one refit fits, two do not
-    assert _members_to_refit(result, 4 / 3, left=None) == set(range(len(result.member_indices)))
-    assert _members_to_refit(result, 4 / 3, left=0.9 * one) == set()
+    assert members_to_refit(result, 4 / 3, left=1.5 * one) == {heaviest}  # one refit fits, two do not
+    assert members_to_refit(result, 4 / 3, left=None) == set(range(len(result.member_indices)))
+    assert members_to_refit(result, 4 / 3, left=0.9 * one) == set()
     # end to end, the refits in a worker process: enough time for exactly one refit
     args = (result, result.space, cls_splits, "classification", [0, 1], None, 2)
     one = WORKER_REFIT_SAFETY * 1.0
@@ -262,8 +267,8 @@ def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_t
 
 
 def test_under_cross_validation_members_whose_refit_does_not_fit_are_left_out(cls_splits):
-    from optdiv.cash.data import cross_validation_view
-    from optdiv.cash.engine import REFIT_SAFETY
+    from optdiv.data import cross_validation_view
+    from optdiv.final.fit import REFIT_SAFETY
 
     cv_splits = cross_validation_view(cls_splits, 3, 0, "classification")
     result = search(cv_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),

@@ -15,8 +15,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from optdiv.cash import cs_compat
-from optdiv.cash.spaces import SearchSpace
+from optdiv.spaces import cs_compat
+from optdiv.spaces import SearchSpace
 
 
 def build(config, seed):
