@@ -95,7 +95,7 @@ def _fmt(value: float, metric: str) -> str:
     return f"{value:.4g}"
 
 
-def _fmt_cell(mean: float, std: float, metric: str) -> str:
+def format_cell(mean: float, std: float, metric: str) -> str:
     """Mean ± std with the std at the mean's decimals (4 significant digits of the mean; 2 decimals of %), so
     float noise in a constant cell reads as 0 and the two numbers line up."""
     if not np.isfinite(mean):
@@ -142,7 +142,7 @@ def markdown_table(table: Dict, metric: str,
                 parts.append("-")
                 continue
             values = np.array(list(seeds.values()))
-            text = _fmt_cell(values.mean(), values.std(ddof=1) if len(values) > 1 else 0.0, metric)
+            text = format_cell(values.mean(), values.std(ddof=1) if len(values) > 1 else 0.0, metric)
             if np.isclose(values.mean(), best[d]):
                 text = f"**{text}**"
             if len(values) < max(len(cells[x].get(d, {})) for x in methods):

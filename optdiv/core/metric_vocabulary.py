@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Dict, Mapping, Optional, Tuple
 
-from ._arrays import PROB_CLIP
+from .arrays import PROB_CLIP
 
 TASKS = ("classification", "regression")
 

@@ -17,8 +17,8 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 #: Seconds always kept for the end of a call: choosing the ensemble, loading the saved member pipelines and
-#: writing the result. That took 0.1-0.3 s on 250-8k-row data on a busy 2-core machine (benchmarks/time_budget.py);
-#: the rest is headroom for a slower machine, the last evaluation's worker being ended and the caller's own work.
+#: writing the result. That took 0.1-0.3 s on 250-8k-row data in benchmarks/time_budget.py's runs; the rest is
+#: headroom for a slower or busier machine, the last evaluation's worker being ended and the caller's own work.
 FINISH_SECONDS = 2.0
 
 #: Quantile of an algorithm's observed durations taken as its predicted duration: above the median, since

@@ -158,7 +158,7 @@ def thread_limit_environment(threads: Optional[int]):
     """Set the thread caps while a worker is spawned: it reads them when its libraries load.
 
     Oversubscribed OpenMP pools (one fit's threads fighting the parent or another worker for the same
-    cores) slowed single fits by 10-50x on a busy 2-core machine, so evaluations default to one thread.
+    cores) slowed single fits by 10-50x where cores were few and shared, so evaluations default to one thread.
     """
     if not threads:
         yield

@@ -67,19 +67,19 @@ def statistical_survivors(samples: Sequence[Sequence[float]], alpha: float = 0.0
     if k >= 3:
         p = friedmanchisquare(*data).pvalue
     else:
-        p = _wilcoxon_p(data[0], data[1], wilcoxon)
+        p = wilcoxon_p(data[0], data[1], wilcoxon)
     if not (p <= alpha):
         return list(range(k))
     ranks = np.apply_along_axis(lambda col: np.argsort(np.argsort(col, kind="stable"), kind="stable"), 0, data)
     best = int(np.argmin(ranks.mean(axis=1)))
     others = [i for i in range(k) if i != best]
-    pvalues = [_wilcoxon_p(data[best], data[i], wilcoxon) for i in others]
-    dropped = _holm_rejections(pvalues, alpha)
+    pvalues = [wilcoxon_p(data[best], data[i], wilcoxon) for i in others]
+    dropped = holm_rejections(pvalues, alpha)
     worse = {others[j] for j in dropped if np.mean(data[others[j]]) > np.mean(data[best])}
     return [i for i in range(k) if i not in worse]
 
 
-def _wilcoxon_p(a, b, wilcoxon) -> float:
+def wilcoxon_p(a, b, wilcoxon) -> float:
     """Two-sided signed-rank p-value. With tied or zero differences (common: a replay library repeats
     losses) the normal approximation is asked for explicitly, because recent scipy otherwise falls back
     to a permutation test that costs seconds per call and made a 250-iteration contest take half an hour."""
@@ -90,7 +90,7 @@ def _wilcoxon_p(a, b, wilcoxon) -> float:
     return float(wilcoxon(a, b, method="approx").pvalue if ties else wilcoxon(a, b).pvalue)
 
 
-def _holm_rejections(pvalues: Sequence[float], alpha: float) -> List[int]:
+def holm_rejections(pvalues: Sequence[float], alpha: float) -> List[int]:
     """Holm's step-down procedure: indices of the rejected hypotheses."""
     order = np.argsort(pvalues, kind="stable")
     m = len(pvalues)

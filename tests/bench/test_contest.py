@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from optdiv.strategies.contest import (
-    _holm_rejections,
+    holm_rejections,
     integer_log,
     round_budget,
     statistical_survivors,
@@ -53,8 +53,8 @@ def test_statistical_contest_drops_clearly_worse_candidates_and_keeps_equal_ones
 
 
 def test_holm_step_down():
-    assert _holm_rejections([0.01, 0.04, 0.03], 0.05) == [0]  # 0.01 <= 0.05/3; 0.03 > 0.05/2 stops
-    assert sorted(_holm_rejections([0.001, 0.02, 0.04], 0.05)) == [0, 1, 2]
+    assert holm_rejections([0.01, 0.04, 0.03], 0.05) == [0]  # 0.01 <= 0.05/3; 0.03 > 0.05/2 stops
+    assert sorted(holm_rejections([0.001, 0.02, 0.04], 0.05)) == [0, 1, 2]
 
 
 class _TenArms:
@@ -142,7 +142,7 @@ def test_tied_losses_use_the_signed_rank_normal_approximation():
 
     from scipy.stats import rankdata, wilcoxon
 
-    from optdiv.strategies.contest import _wilcoxon_p
+    from optdiv.strategies.contest import wilcoxon_p
 
     a = np.array([0.30, 0.30, 0.25, 0.40, 0.40, 0.35, 0.30, 0.45, 0.30, 0.50, 0.30, 0.40])
     b = np.array([0.30, 0.20, 0.20, 0.30, 0.30, 0.35, 0.20, 0.30, 0.25, 0.30, 0.20, 0.30])
@@ -154,5 +154,5 @@ def test_tied_losses_use_the_signed_rank_normal_approximation():
     var = n * (n + 1) * (2 * n + 1) / 24 - (counts ** 3 - counts).sum() / 48
     z = (min(t_plus, n * (n + 1) / 2 - t_plus) - n * (n + 1) / 4) / sqrt(var)
     expected = 2 * 0.5 * (1 + erf(z / sqrt(2)))
-    assert abs(_wilcoxon_p(a, b, wilcoxon) - expected) < 1e-9
-    assert _wilcoxon_p(a, a.copy(), wilcoxon) == 1.0
+    assert abs(wilcoxon_p(a, b, wilcoxon) - expected) < 1e-9
+    assert wilcoxon_p(a, a.copy(), wilcoxon) == 1.0

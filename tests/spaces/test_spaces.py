@@ -48,7 +48,7 @@ def data():
 
 
 def fit_predict(estimator, task, X, y, X_test):
-    # one thread: OpenMP models (HistGradientBoosting) slow down 10-50x on a busy 2-core machine
+    # one thread: OpenMP models (HistGradientBoosting) slow down 10-50x when cores are few and shared
     with warnings.catch_warnings(), threadpool_limits(1):
         warnings.simplefilter("ignore")
         estimator.fit(X, y)

@@ -40,7 +40,7 @@ except ImportError:  # the tests that need no Dask still run
 
 needs_dask = pytest.mark.skipif(distributed is None, reason="needs dask.distributed (pip install 'optdiv[dask]')")
 
-HERE = Path(__file__).resolve().parent
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
 
 
 @pytest.fixture(scope="module")
@@ -309,7 +309,7 @@ def _kill_and_resume(tmp_path: Path, csv: Path, where: str, kills: int, budget: 
     out = tmp_path / "killed"
     rng = random.Random(seed)
     outcomes = []
-    command = [sys.executable, str(HERE / "parallel_helpers.py"), str(csv), str(out), str(budget), where]
+    command = [sys.executable, str(SUPPORT / "parallel_helpers.py"), str(csv), str(out), str(budget), where]
     for _ in range(kills):
         # when: at a random early time (mostly still starting up), or just after the log of issued suggestions
         # or of results has grown by one or two lines (mid-run, whatever the machine's speed); a late time

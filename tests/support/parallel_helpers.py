@@ -1,6 +1,6 @@
 """Helpers of the parallel-search tests: a driver process to SIGKILL, and a space whose fits take a while.
 
-Top-level builders, so Dask workers and the evaluator's processes import them by name (tests/cash is on
+Top-level builders, so Dask workers and the evaluator's processes import them by name (tests/support is on
 their ``sys.path``: spawned processes inherit the parent's).
 """
 
