@@ -61,11 +61,11 @@ def run_one(dataset, name: str, seed: int, method: str, iterations: int, space_n
     from openbox import Observation
     from openbox.utils.constants import FAILED, SUCCESS, TIMEOUT
 
-    from optdiv.evaluation.evaluator import Evaluator
-    from optdiv.spaces import get_space
     from optdiv.core.ensemble import ensemble_predict
     from optdiv.core.metrics import mean_loss
+    from optdiv.evaluation.evaluator import Evaluator
     from optdiv.integrations.openbox import OptDivAdvisor, final_ensemble
+    from optdiv.spaces import get_space
 
     task = dataset.task
     metric = "error" if task == "classification" else "mse"

@@ -39,8 +39,8 @@ from optdiv.bench.harness import parse_seeds
 from optdiv.bench.library import library_dir, load_library
 from optdiv.bench.replay import replay_search
 from optdiv.bench.stats import compare, paired_p
-from optdiv.spaces.candidates import config_key
 from optdiv.data import load_dataset
+from optdiv.spaces.candidates import config_key
 from optdiv.spaces.portfolio import greedy_portfolio, write_portfolio
 from optdiv.storage.files import RunStore
 

@@ -27,8 +27,8 @@ from optdiv.bench.library import library_dir, load_library
 from optdiv.bench.replay import replay_search
 from optdiv.bench.stats import paired_p
 from optdiv.data import load_dataset, split
-from optdiv.storage.files import RunStore
 from optdiv.evaluation.target_range import target_bounds
+from optdiv.storage.files import RunStore
 
 
 def clipped(library, y_train: np.ndarray, margin: float):

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import List
 
-from optdiv.bench.layout import RESULTS_NAME
+from optdiv.storage.layout import RESULTS_NAME
 
 #: Columns and keys that measure the machine, not the search.
 TIMINGS = ("wall_seconds", "optimizer_seconds")

@@ -24,8 +24,8 @@ if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed on
     sys.path.insert(0, str(REPO))
 
 from optdiv.evaluation.observation import Observation
-from optdiv.strategies.model_based import Optimizer
 from optdiv.spaces import get_space
+from optdiv.strategies.model_based import Optimizer
 
 
 def synthetic_history(space, size: int, rows: int, seed: int) -> (List[Observation], np.ndarray):

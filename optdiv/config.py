@@ -15,12 +15,12 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
+from optdiv.budget import DEFAULT_TIME_LIMIT, resolve_time_limit
 from optdiv.core.agnostic_bayes import SAMPLERS
 from optdiv.core.pool import POOL_BUILDERS
 from optdiv.evaluation.constraints import parse_constraints, settings_form
 from optdiv.evaluation.fault_plan import parse_faults
 from optdiv.final.choice import AUTO, ENSEMBLE_BUILDERS
-from optdiv.engine.budget import DEFAULT_TIME_LIMIT, resolve_time_limit
 from optdiv.strategies.methods import get_method
 
 

@@ -59,10 +59,10 @@ from optdiv.data import (
     split_train_validation,
 )
 from optdiv import sklearn_inputs
-from optdiv.engine.budget import deadline_for
+from optdiv.budget import deadline_for
+from optdiv.config import RunConfig
 from optdiv.engine.search import search
 from optdiv.final.fit import fit_model
-from optdiv.config import RunConfig
 
 
 #: The product's defaults (one place for them: :meth:`RunConfig.product`), which the constructors repeat as their

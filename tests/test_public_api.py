@@ -7,11 +7,11 @@ import optdiv
 
 
 def test_every_exported_name_resolves_to_the_real_object():
+    from optdiv.config import RunConfig
+    from optdiv.core.selector import DiversityAwareSelector
     from optdiv.engine.run import run
     from optdiv.engine.search import search
     from optdiv.sklearn import OptDivClassifier, OptDivRegressor
-    from optdiv.config import RunConfig
-    from optdiv.core.selector import DiversityAwareSelector
 
     assert (optdiv.OptDivClassifier, optdiv.OptDivRegressor, optdiv.RunConfig, optdiv.run, optdiv.search,
             optdiv.DiversityAwareSelector) == (OptDivClassifier, OptDivRegressor, RunConfig, run, search,

@@ -37,8 +37,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-from optdiv.bench.layout import BENCH_NAME, RESULTS_NAME, TRACE_NAME, run_dir
-from optdiv.storage.layout import RESULT_NAME
+from optdiv.bench.layout import run_dir
+from optdiv.storage.layout import BENCH_NAME, RESULT_NAME, RESULTS_NAME, TRACE_NAME
 from optdiv.strategies.methods import SEARCH_OPTIONS, get_method
 
 RESULT_COLUMNS = [

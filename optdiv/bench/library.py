@@ -24,13 +24,13 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
-from optdiv.evaluation.constraints import MEASURES
+from optdiv.core.metrics import mean_loss
 from optdiv.data import load_dataset, split
 from optdiv.engine.search import resolve_metric, search
+from optdiv.evaluation.constraints import MEASURES
 from optdiv.evaluation.observation import WORST_LOSS
 from optdiv.spaces import SearchSpace, get_space
 from optdiv.storage.files import RunStore
-from optdiv.core.metrics import mean_loss
 
 LIBRARY_TIME_LIMIT = 60.0
 

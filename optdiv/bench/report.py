@@ -24,10 +24,10 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from optdiv.bench.layout import BENCH_NAME, RESULTS_NAME, TRACE_NAME, run_dir
+from optdiv.bench.layout import run_dir
 from optdiv.bench.provenance import provenance_lines
-from optdiv.storage.layout import RESULT_NAME
 from optdiv.bench.stats import average_ranks, better_same_worse, lower_tie_higher, paired_p, strictly_lower
+from optdiv.storage.layout import BENCH_NAME, RESULT_NAME, RESULTS_NAME, TRACE_NAME
 
 METRIC_TITLES = {"error": "Classification test error (%)", "mse": "Regression test MSE", "mae": "Regression test MAE"}
 VALIDATION_TITLES = {"error": "validation error (%)", "mse": "validation MSE", "mae": "validation MAE"}

@@ -26,7 +26,7 @@ MOVED: Dict[str, Tuple[str, ...]] = {
     **{f"baselines.{name}": (f"optdiv.strategies.{name}",)
        for name in ("admm", "admm_steps", "contest", "dacopt", "ensemble_optimization", "evolution", "per_algorithm",
                     "rising_bandit")},
-    "budget": ("optdiv.engine.budget",),
+    "budget": ("optdiv.budget",),
     "candidates": ("optdiv.spaces.candidates",),
     "constraints": ("optdiv.evaluation.constraints",),
     "cs_compat": ("optdiv.spaces.cs_compat",),

@@ -1,2 +1,1 @@
-"""The engine: a search (prepare, the one search loop, finish), ``run`` around it, what it returns, and the time
-budget it keeps."""
+"""The engine: a search (prepare, the one search loop, finish), ``run`` around it, and what it returns."""

@@ -97,7 +97,7 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
 
     ``history``: the stored observations (a resumed run), extended in place in index order; ``store``: where every
     evaluation is issued and recorded (its issued log, its observations). ``loss``: the run's
-    metric (a lost evaluation's recorded loss). ``predictor``: a :class:`~optdiv.engine.budget.DurationPredictor`.
+    metric (a lost evaluation's recorded loss). ``predictor``: a :class:`~optdiv.budget.DurationPredictor`.
     ``time_left()``: seconds the search may still use (None: no time budget). ``fill_in``: replace a suggestion
     that does not fit in the time left (False for a replay, whose library has only the members it has).
     ``on_finished(history, ensemble)`` runs after each recorded observation, with the evaluation indices of the

@@ -7,9 +7,9 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from optdiv.budget import Deadline
 from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.final.model import EnsembleModel, Stacker
-from optdiv.engine.budget import Deadline
 from optdiv.spaces.base import SearchSpace
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Callable, Dict, Optional
 
+from optdiv.budget import resolve_time_limit
 from optdiv.config import RunConfig
 from optdiv.data import cross_validation_view, load_dataset, resolve_cv, split
-from optdiv.engine.budget import resolve_time_limit
 from optdiv.engine.result import result_summary
 from optdiv.engine.search import search
 from optdiv.evaluation.constraints import parse_constraints

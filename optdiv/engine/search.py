@@ -15,10 +15,13 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
+from optdiv.budget import Deadline, DurationPredictor, deadline_for, resolve_time_limit
 from optdiv.config import RunConfig
 from optdiv.core.metric_vocabulary import resolve
 from optdiv.core.metrics import mean_loss
 from optdiv.data import Splits, cross_validation_view
+from optdiv.engine.loop import LoopResult, search_loop
+from optdiv.engine.result import SearchResult
 from optdiv.evaluation.constraints import Constraint, InfeasibleSearchError, parse_constraints, settings_form
 from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.fault_plan import parse_faults
@@ -30,9 +33,6 @@ from optdiv.final.choice import FinalSettings, finalize, resolve_selection
 from optdiv.final.fit import fit_model
 from optdiv.final.model import model_prediction
 from optdiv.final.reserve import FinishReserve
-from optdiv.engine.budget import Deadline, DurationPredictor, deadline_for, resolve_time_limit
-from optdiv.engine.loop import LoopResult, search_loop
-from optdiv.engine.result import SearchResult
 from optdiv.spaces import SearchSpace, get_space
 from optdiv.spaces.portfolio import is_auto_portfolio, resolve_portfolio
 from optdiv.storage.base import RunStoreError, Store
@@ -97,7 +97,7 @@ def search(
     ``time_budget`` counts from ``started`` (a ``time.perf_counter()`` reading; default: now), so a caller
     such as ``OptDivClassifier.fit`` counts its own preparation too, and covers the final model: the search
     keeps back the predicted time of building it (:class:`~optdiv.final.reserve.FinishReserve`), starts no evaluation whose
-    predicted duration (:class:`~optdiv.engine.budget.DurationPredictor`) does not fit in the time left, and
+    predicted duration (:class:`~optdiv.budget.DurationPredictor`) does not fit in the time left, and
     caps every evaluation at the time left. An evaluation cut at the deadline is discarded, not stored. The
     live evaluator saves each fitted pipeline (``models/`` of the run directory, or a temporary folder) so
     :func:`fit_model` loads the members instead of refitting them.

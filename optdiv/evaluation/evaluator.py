@@ -34,6 +34,8 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
+from optdiv.core.metric_vocabulary import resolve
+from optdiv.core.metrics import mean_loss
 from optdiv.evaluation.fault_plan import FaultPlan
 from optdiv.evaluation.faults import FaultInjectingEvaluator
 from optdiv.evaluation.fitting import MAX_ERROR_CHARS, error_text, fit_predict, n_folds
@@ -41,8 +43,6 @@ from optdiv.evaluation.interface import EvaluatorInterface, WorkerRecipe
 from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
 from optdiv.evaluation.pipelines import pipeline_path, splits_digest
 from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, shutdown
-from optdiv.core.metric_vocabulary import resolve
-from optdiv.core.metrics import mean_loss
 
 
 class Evaluator(EvaluatorInterface):

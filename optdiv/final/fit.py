@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from optdiv.budget import FINISH_SECONDS, Deadline
 from optdiv.data import Splits
 from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.fitting import build_pipeline
 from optdiv.evaluation.pipelines import SavedPipelines, splits_digest
 from optdiv.final.model import EnsembleModel
-from optdiv.engine.budget import FINISH_SECONDS, Deadline
-from optdiv.engine.result import SearchResult
+
+if TYPE_CHECKING:  # the engine's result, which fit_model completes; the engine imports this module, not back
+    from optdiv.engine.result import SearchResult
 
 #: A member's refit in this process is predicted from its evaluation's fit time scaled by the rows, times this:
 #: some models cost more than linearly in the rows (kernel machines, neighbour searches), the machine may be busier

@@ -11,10 +11,10 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from optdiv.budget import FINISH_SECONDS, LOAD_BYTES_PER_SECOND, Deadline
 from optdiv.core.ensemble import ensemble_selection
 from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.final.fit import REFIT_SAFETY, REFIT_WORKER_START, WORKER_REFIT_SAFETY
-from optdiv.engine.budget import FINISH_SECONDS, LOAD_BYTES_PER_SECOND, Deadline
 
 #: Members whose refit time is reserved when the likely final members cannot be chosen (no validation targets):
 #: about as many distinct members as ensemble selection keeps.

@@ -24,9 +24,8 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from optdiv.evaluation.observation import Observation
-from optdiv.bench.layout import BENCH_NAME, RESULTS_NAME
 from optdiv.storage.files import RunStore
-from optdiv.storage.layout import LOG_NAME, META_NAME, RESULT_NAME
+from optdiv.storage.layout import BENCH_NAME, LOG_NAME, META_NAME, RESULT_NAME, RESULTS_NAME
 
 #: The figures :func:`write_figures` writes, by what they show.
 FIGURES = {"progress": "progress.png", "diversity": "ensemble_diversity.png", "algorithms": "algorithms.png"}
@@ -352,8 +351,8 @@ def _loss_limits(data: Progress, final: Optional[float]) -> Tuple[float, float]:
 def diversity_kind(view: RunView) -> str:
     """The pairwise diversity the heatmap shows: OptDivBO's bound term for the metric when an OptDivBO search
     chose the members, otherwise DivBO's disagreement (the measure the bench report draws)."""
-    from optdiv.strategies.methods import get_method
     from optdiv.core.diversity import kind_for_metric
+    from optdiv.strategies.methods import get_method
 
     try:
         spec = get_method(view.method)
@@ -379,8 +378,8 @@ def diversity_label(kind: str, metric: str) -> str:
 def diversity_figure(view: RunView):
     """(figure or None, why it was left out or None): the final members' pairwise diversity as a heatmap, each
     member named ``#index algorithm (weight)``."""
-    from optdiv.show.plotting import new_figure
     from optdiv.core.diversity import pairwise_diversity
+    from optdiv.show.plotting import new_figure
 
     members = view.members()
     if not view.finished:

@@ -1,5 +1,5 @@
-"""The names of a run directory's files and folders, written here once: every part that writes or reads a run
-directory (the store, the engine's ``run``, ``optdiv show``, the bench harness) takes them from here."""
+"""The names of the files optdiv writes, here once: a run directory's (the store, the engine's ``run``, ``optdiv
+show``) and a bench directory's (the harness, ``optdiv report``, ``optdiv show``'s hint)."""
 
 #: Settings of the run, written once; a resumed run must match them.
 META_NAME = "meta.json"
@@ -18,3 +18,10 @@ MODELS_DIR = "models"
 RESULT_NAME = "result.json"
 #: The final model, pickled with joblib (``optdiv predict`` reads it).
 MODEL_NAME = "model.joblib"
+
+#: A bench directory: one row per finished run (rebuilt from the runs on start).
+RESULTS_NAME = "results.csv"
+#: A bench directory: the bench's settings, checked on resume.
+BENCH_NAME = "bench.json"
+#: A bench run's per-checkpoint trace (optdiv.bench.trace), beside its ``result.json``.
+TRACE_NAME = "trace.csv"

@@ -49,8 +49,8 @@ import numpy as np
 
 from optdiv.evaluation.constraints import measure_value
 from optdiv.spaces import cs_compat
-from optdiv.strategies.admm_steps import ThompsonArms, delta_min, dual_update, inactive_theta
 from optdiv.spaces.candidates import SpaceCandidates, as_dict, seen_keys
+from optdiv.strategies.admm_steps import ThompsonArms, delta_min, dual_update, inactive_theta
 from optdiv.strategies.base import Suggestion
 from optdiv.strategies.model_based import Optimizer
 

@@ -28,10 +28,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from optdiv.strategies.contest import integer_log, round_budget, statistical_survivors, top_survivors
-from optdiv.spaces.candidates import SpaceCandidates, seen_keys
 from optdiv.evaluation.observation import WORST_LOSS
+from optdiv.spaces.candidates import SpaceCandidates, seen_keys
 from optdiv.strategies.base import Suggestion, imputed_loss
+from optdiv.strategies.contest import integer_log, round_budget, statistical_survivors, top_survivors
 from optdiv.strategies.model_based import Optimizer
 
 #: algorithm -> (family, super-family): the similarity tree the splitter merges along.

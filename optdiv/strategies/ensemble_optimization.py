@@ -18,11 +18,11 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
-from optdiv.spaces.candidates import SpaceCandidates, as_dict, observation_key, seen_keys
-from optdiv.evaluation.observation import WORST_LOSS
-from optdiv.strategies.base import Suggestion
 from optdiv.core.ensemble import addition_losses, tied_minima
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
+from optdiv.evaluation.observation import WORST_LOSS
+from optdiv.spaces.candidates import SpaceCandidates, as_dict, observation_key, seen_keys
+from optdiv.strategies.base import Suggestion
 
 
 class EnsembleOptimization:

@@ -16,10 +16,10 @@ from typing import Sequence
 
 import numpy as np
 
-from optdiv.strategies.base import Suggestion, successful
-from optdiv.spaces.candidates import SpaceCandidates, seen_keys
 from optdiv.core.ensemble import ensemble_selection
 from optdiv.core.selector import pool_loss
+from optdiv.spaces.candidates import SpaceCandidates, seen_keys
+from optdiv.strategies.base import Suggestion, successful
 
 
 class RegularisedEvolutionEnsemble:

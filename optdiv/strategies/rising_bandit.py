@@ -19,8 +19,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from optdiv.strategies.base import Suggestion, best_loss
 from optdiv.spaces.candidates import SpaceCandidates, seen_keys
+from optdiv.strategies.base import Suggestion, best_loss
 from optdiv.strategies.model_based import Optimizer
 
 

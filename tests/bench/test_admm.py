@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from optdiv.bench.replay import replay_search
-from optdiv.strategies.admm import ADMM, PULLS, module_keys, theta_block_size
-from optdiv.spaces.candidates import LibraryCandidates
 from optdiv.evaluation.constraints import Constraint
 from optdiv.evaluation.observation import Observation
+from optdiv.spaces.candidates import LibraryCandidates
+from optdiv.strategies.admm import ADMM, PULLS, module_keys, theta_block_size
 
 FAST = {"n_trees": 10}
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from optdiv.bench.replay import replay_search
+from optdiv.evaluation.observation import Observation
+from optdiv.spaces.candidates import LibraryCandidates
 from optdiv.strategies.ensemble_optimization import EnsembleOptimization
 from optdiv.strategies.rising_bandit import RisingBandit
-from optdiv.spaces.candidates import LibraryCandidates
-from optdiv.evaluation.observation import Observation
 
 
 class _Arms:
@@ -116,8 +116,8 @@ def test_eo_does_not_stay_on_a_confident_constant_first_model():
 
 
 def test_nes_starts_random_then_mutates_ensemble_members(cls_library):
-    from optdiv.strategies.evolution import RegularisedEvolutionEnsemble
     from optdiv.bench.replay import LibraryEvaluator
+    from optdiv.strategies.evolution import RegularisedEvolutionEnsemble
 
     nes = RegularisedEvolutionEnsemble(cls_library.space, "error", seed=0, candidates=LibraryCandidates(cls_library),
                                        population=10, ensemble_size=5)
@@ -137,8 +137,8 @@ def test_nes_starts_random_then_mutates_ensemble_members(cls_library):
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_algorithm_codes_read_the_algorithm_from_the_encoding(task):
-    from optdiv.spaces.candidates import algorithm_codes
     from optdiv.spaces import get_space
+    from optdiv.spaces.candidates import algorithm_codes
 
     space = get_space("autosklearn", task)
     configs = space.sample(200, seed=4)
@@ -148,8 +148,8 @@ def test_algorithm_codes_read_the_algorithm_from_the_encoding(task):
 
 
 def test_live_candidates_restricted_to_one_algorithm():
-    from optdiv.spaces.candidates import SpaceCandidates
     from optdiv.spaces import get_space
+    from optdiv.spaces.candidates import SpaceCandidates
 
     space = get_space("autosklearn", "classification")
     source = SpaceCandidates(space)

@@ -115,8 +115,8 @@ def test_dacopt_statistical_contest_drops_a_clearly_worse_group():
 
 def test_optdivbo_dac_uses_one_global_pool(cls_library):
     from optdiv.bench.replay import LibraryEvaluator
-    from optdiv.strategies.dacopt import DACOpt
     from optdiv.spaces.candidates import LibraryCandidates
+    from optdiv.strategies.dacopt import DACOpt
 
     dac = DACOpt(cls_library.space, "error", seed=0, candidates=LibraryCandidates(cls_library), budget=40,
                  inner="optdivbo", b_init=3, max_groups=4, n_trees=10)

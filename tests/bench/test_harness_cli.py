@@ -10,8 +10,8 @@ import pytest
 
 from optdiv.bench.library import load_library
 from optdiv.bench.provenance import dataset_digest, environment, library_digest
-from optdiv.data import load_dataset
 from optdiv.cli import main
+from optdiv.data import load_dataset
 
 
 @pytest.fixture(scope="module")

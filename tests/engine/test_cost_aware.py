@@ -5,10 +5,10 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
-from optdiv.spaces.candidates import SpaceCandidates
 from optdiv.data import from_frame, split
 from optdiv.engine.search import search
 from optdiv.evaluation.observation import Observation
+from optdiv.spaces.candidates import SpaceCandidates
 from optdiv.strategies.model_based import RUNS_LEFT, Optimizer
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}

@@ -9,12 +9,12 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 from tiny_space import tiny_space
 
 from optdiv.data import DataError, from_frame, split
-from optdiv.strategies.methods import get_method
 from optdiv.engine.run import run
 from optdiv.engine.search import resolve_metric, search
 from optdiv.evaluation.evaluator import Evaluator
-from optdiv.strategies.model_based import Optimizer
 from optdiv.storage.files import RunStore, RunStoreError
+from optdiv.strategies.methods import get_method
+from optdiv.strategies.model_based import Optimizer
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
 
@@ -222,8 +222,8 @@ def test_agnostic_bayes_builders_samplers_and_vote(cls_splits, ensemble, sampler
     if ensemble == "amin":
         best = min(obs.val_loss for obs in result.history if obs.status == "ok")
         assert len(result.member_indices) == 1 and result.history[result.member_indices[0]].val_loss == best
-    from optdiv.final.choice import weighted_prediction
     from optdiv.core.metrics import mean_loss
+    from optdiv.final.choice import weighted_prediction
 
     test_pred = weighted_prediction([result.history[i].test_pred for i in result.member_indices], result.weights,
                                     vote=vote)

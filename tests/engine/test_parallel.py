@@ -20,18 +20,18 @@ from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
 from optdiv.data import from_frame, split
-from optdiv.evaluation.interface import EvaluatorInterface
-from optdiv.evaluation.observation import PENDING
+from optdiv.engine.loop import BelieverModel, with_pending
 from optdiv.engine.search import search
 from optdiv.evaluation.fault_plan import FAULT_KEY, FaultPlan, parse_faults
 from optdiv.evaluation.faults import FaultyBuild
-from optdiv.strategies.methods import get_method
-from optdiv.strategies.registry import make_strategy
-from optdiv.engine.loop import BelieverModel, with_pending
+from optdiv.evaluation.interface import EvaluatorInterface
+from optdiv.evaluation.observation import PENDING
 from optdiv.execution.dask_runner import DaskUnavailable, local_cluster
 from optdiv.storage.files import RunStore
 from optdiv.storage.issued import IssuedLog
 from optdiv.storage.layout import ISSUED_NAME
+from optdiv.strategies.methods import get_method
+from optdiv.strategies.registry import make_strategy
 
 try:
     import distributed

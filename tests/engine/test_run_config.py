@@ -8,16 +8,16 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
-import optdiv.strategies.model_based as model_based_module
+from optdiv.cli import build_parser, run_config_from_args
+from optdiv.config import RunConfig
 from optdiv.data import from_frame, split
 from optdiv.engine.run import run
 from optdiv.engine.search import search
-from optdiv.sklearn import OptDivClassifier, OptDivRegressor
 from optdiv.final.choice import FINALS
+from optdiv.sklearn import OptDivClassifier, OptDivRegressor
 from optdiv.strategies.methods import METHODS, MethodSpec, get_method
+import optdiv.strategies.model_based as model_based_module
 from optdiv.strategies.registry import STRATEGIES, make_strategy
-from optdiv.config import RunConfig
-from optdiv.cli import build_parser, run_config_from_args
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
 
@@ -119,8 +119,8 @@ def test_the_run_s_ensemble_size_reaches_the_diversity_pool(cls_splits, monkeypa
 
 
 def test_the_command_line_python_run_and_the_estimators_search_with_the_same_defaults():
-    from optdiv.evaluation.constraints import parse_constraints
     from optdiv.engine.run import RUN_DEFAULTS
+    from optdiv.evaluation.constraints import parse_constraints
 
     product = RunConfig.product()
 

@@ -12,21 +12,21 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
-from optdiv.engine.budget import DurationPredictor
+from optdiv.budget import DurationPredictor
 from optdiv.data import from_frame, split
+from optdiv.engine.loop import search_loop
 from optdiv.engine.search import search
 from optdiv.evaluation.evaluator import Evaluator
-from optdiv.engine.loop import search_loop
-from optdiv.strategies.methods import get_method
-from optdiv.strategies.registry import make_strategy
 from optdiv.evaluation.interface import EvaluatorInterface
 from optdiv.evaluation.observation import PENDING, Observation, algorithm_of
 from optdiv.execution.factory import make_runner
 from optdiv.execution.runner import Done, Runner
 from optdiv.execution.sequential import SequentialRunner
 from optdiv.storage.files import RunStore
-from optdiv.storage.memory import MemoryStore
 from optdiv.storage.layout import ISSUED_NAME
+from optdiv.storage.memory import MemoryStore
+from optdiv.strategies.methods import get_method
+from optdiv.strategies.registry import make_strategy
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
 Y_VAL = np.arange(20) % 2

@@ -11,16 +11,16 @@ import tiny_space
 from sklearn.datasets import load_breast_cancer
 from tiny_space import timed_space
 
-from optdiv.engine.budget import FINISH_SECONDS, Deadline, DurationPredictor
+from optdiv.budget import FINISH_SECONDS, Deadline, DurationPredictor
 from optdiv.data import from_frame, load_dataset, split
 from optdiv.engine.run import run
 from optdiv.engine.search import search
-from optdiv.final.fit import fit_model
-from optdiv.sklearn import OptDivClassifier
 from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.interface import EvaluatorInterface
 from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
 from optdiv.evaluation.worker import KILL_GRACE
+from optdiv.final.fit import fit_model
+from optdiv.sklearn import OptDivClassifier
 from optdiv.storage.files import RunStore
 
 #: Deadlines and time-outs measured on the wall clock: run alone (see the `timing` marker).
@@ -205,7 +205,7 @@ def test_a_resumed_run_without_saved_pipelines_still_builds_its_model(tmp_path):
 
 
 def test_automatic_time_limit_is_a_tenth_of_the_budget_within_bounds():
-    from optdiv.engine.budget import resolve_time_limit
+    from optdiv.budget import resolve_time_limit
 
     assert resolve_time_limit("auto", None) == 120.0
     assert resolve_time_limit("auto", 180) == pytest.approx(18.0)

@@ -19,13 +19,13 @@ from optdiv.evaluation.constraints import (
     parse_constraints,
     settings_form,
 )
+from optdiv.cli import build_parser, main
 from optdiv.data import from_frame, load_dataset, split
 from optdiv.engine.run import run
 from optdiv.engine.search import search
 from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.observation import Observation
 from optdiv.storage.files import RunStore, RunStoreError
-from optdiv.cli import build_parser, main
 
 # --------------------------------------------------------------------------- parsing and arithmetic
 

@@ -9,16 +9,16 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 from sklearn.tree import DecisionTreeClassifier
 from tiny_space import build, tiny_space
 
-import optdiv.evaluation.fitting as fitting_module
+from optdiv.core.agnostic_baselines import RHO_GRID, ensemble_loss
+from optdiv.core.ensemble import agnostic_bayes_weights
+from optdiv.core.metrics import mean_loss, per_example_loss
 from optdiv.data import Splits, cross_validation_view, from_frame, split
 from optdiv.engine.run import run
 from optdiv.engine.search import search
 from optdiv.evaluation.evaluator import Evaluator
+import optdiv.evaluation.fitting as fitting_module
 from optdiv.final.choice import choose_members
 from optdiv.storage.files import RunStore, RunStoreError
-from optdiv.core.agnostic_baselines import RHO_GRID, ensemble_loss
-from optdiv.core.ensemble import agnostic_bayes_weights
-from optdiv.core.metrics import mean_loss, per_example_loss
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
 TREE = {"algorithm": "tree", "depth": 3, "leaf": 1, "task": "classification"}

@@ -8,14 +8,14 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from tiny_space import build, tiny_space
 
+from optdiv.core.metrics import mean_loss
 from optdiv.data import Splits, cross_validation_view, from_frame, split
 from optdiv.engine.search import search
 from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.interface import EvaluatorInterface
 from optdiv.evaluation.observation import WORST_LOSS, Observation
-from optdiv.strategies.base import imputed_loss, losses_with_failures
 from optdiv.storage.files import RunStore
-from optdiv.core.metrics import mean_loss
+from optdiv.strategies.base import imputed_loss, losses_with_failures
 
 #: Deadlines and time-outs measured on the wall clock: run alone (see the `timing` marker).
 pytestmark = pytest.mark.timing

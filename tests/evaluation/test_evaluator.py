@@ -10,10 +10,10 @@ import pytest
 from sklearn.metrics import log_loss
 from sklearn.pipeline import Pipeline
 
+from optdiv.core.metrics import mean_loss
 from optdiv.data import load_dataset, make_preprocessor, split
 from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.observation import WORST_LOSS, Observation, worst_loss
-from optdiv.core.metrics import mean_loss
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,11 @@ import pytest
 from sklearn.datasets import load_diabetes
 from tiny_space import tiny_space
 
+from optdiv.cli import main
 from optdiv.engine.run import run
 from optdiv.show.view import FIGURES, leaderboard, progress, read_run
 from optdiv.storage.files import RunStore
 from optdiv.storage.layout import LOG_NAME
-from optdiv.cli import main
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
 BUDGET = 8

@@ -12,8 +12,8 @@ from ConfigSpace.hyperparameters import (
 )
 
 from optdiv.spaces import cs_compat as C
-from optdiv.spaces.encoding import ConfigEncoder, choice_count
 from optdiv.spaces import SearchSpace
+from optdiv.spaces.encoding import ConfigEncoder, choice_count
 
 
 def _space():

@@ -7,9 +7,9 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
-from optdiv.spaces.candidates import LibraryCandidates, SpaceCandidates
 from optdiv.data import from_frame, split
 from optdiv.engine.search import search
+from optdiv.spaces.candidates import LibraryCandidates, SpaceCandidates
 from optdiv.strategies.model_based import Optimizer
 from optdiv.spaces.portfolio import (greedy_portfolio, normalized_regret, portfolio_path, read_portfolio,
                                    resolve_portfolio, write_portfolio)
@@ -83,8 +83,8 @@ def test_shipped_portfolios_are_valid_configurations_of_their_space(task):
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_library_defaults_portfolio_is_each_strong_algorithm_at_its_librarys_defaults(task):
-    from optdiv.spaces.portfolio import LIBRARY_DEFAULTS
     from optdiv.spaces import get_space
+    from optdiv.spaces.portfolio import LIBRARY_DEFAULTS
 
     space = get_space("autosklearn", task)
     configs = resolve_portfolio("defaults", "autosklearn", task)
@@ -159,8 +159,8 @@ def test_auto_portfolio_is_the_library_defaults_where_they_exist_and_a_random_st
 
 
 def test_the_estimators_and_the_cli_start_from_the_library_defaults():
-    from optdiv.sklearn import OptDivClassifier
     from optdiv.cli import build_parser, run_config_from_args
+    from optdiv.sklearn import OptDivClassifier
 
     args = build_parser().parse_args(["run", "--data", "sklearn:breast_cancer"])
     assert run_config_from_args(args).portfolio == "auto"

@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from optdiv.storage import files as store_mod
 from optdiv.evaluation.observation import Observation
+from optdiv.storage import files as store_mod
 from optdiv.storage.files import RunStore, RunStoreError
 
 
