@@ -119,14 +119,6 @@ def choices(task: str) -> str:
     return f"{', '.join(loss.name for loss in losses)} (or {', '.join(aliases)})"
 
 
-def get_loss(name: str) -> Loss:
-    """The entry of a loss by its own name (``error``, ``log_loss``, ``brier``, ``mse``, ``mae``)."""
-    loss = _BY_NAME.get(name)
-    if loss is None:
-        raise ValueError(f"unknown loss {name!r}; choose one of {', '.join(LOSSES)}")
-    return loss
-
-
 def _mismatch(name: str, loss: Loss, task: str) -> ValueError:
     return ValueError(f"metric {name!r} does not fit a {task} task (it is a {loss.task} metric); "
                       f"choose one of {choices(task)}")
