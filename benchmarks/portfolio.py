@@ -12,7 +12,7 @@ It reports the test loss of the final ensemble after each budget, mean over seed
 the seeds per dataset and the better / level / worse count over datasets.
 
     python benchmarks/portfolio.py build --data-dir ../shared/datasets \\
-        --datasets quake,wind,cpu_act,cpu_small --cache .cache --out optdiv/cash/portfolios/autosklearn-classification.json
+        --datasets quake,wind,cpu_act,cpu_small --cache .cache --out optdiv/spaces/portfolios/autosklearn-classification.json
     python benchmarks/portfolio.py leave-out --data-dir ../shared/datasets --datasets quake,wind,cpu_act,cpu_small,\\
         bodyfat,space_ga --for amazon_employee,bank32nh,... --cache .cache --out runs/portfolios
     python benchmarks/portfolio.py replay --data-dir ../shared/datasets \\

@@ -71,7 +71,8 @@ def search(
     directory; default: a :class:`~optdiv.storage.memory.MemoryStore`). With a store that already holds
     observations (a resumed run) the loop continues after them.
     ``candidates`` and ``evaluator`` replace the space's sampler and the live evaluator (replay runs
-    over a library pass both; see optdiv.bench.replay).
+    over a library pass both; see optdiv.bench.replay). An evaluator derives from
+    :class:`~optdiv.evaluation.interface.EvaluatorInterface`, which tells the runners how it may run.
 
     ``constraints`` (texts such as ``"predict_seconds<=0.01"`` or :class:`Constraint`): every successful
     evaluation that violates one is stored and kept as ``"infeasible"``, without predictions, so no strategy
@@ -92,7 +93,7 @@ def search(
     validation loss and prediction is out-of-fold, and Agnostic Bayes's rho is tuned on them. ``time_limit`` then
     bounds each fold's fit, so one evaluation may take up to ``cv * time_limit`` seconds; an evaluation that times
     out after some folds is stored as a ``"timeout"`` with those folds' ``partial_loss``, which the optimisers use
-    (see :func:`optdiv.strategies.model_based.imputed_loss`) but no final model does (it has no predictions).
+    (see :func:`optdiv.strategies.base.imputed_loss`) but no final model does (it has no predictions).
 
     ``time_budget`` counts from ``started`` (a ``time.perf_counter()`` reading; default: now), so a caller
     such as ``OptDivClassifier.fit`` counts its own preparation too, and covers the final model: the search
@@ -100,13 +101,13 @@ def search(
     predicted duration (:class:`~optdiv.budget.DurationPredictor`) does not fit in the time left, and
     caps every evaluation at the time left. An evaluation cut at the deadline is discarded, not stored. The
     live evaluator saves each fitted pipeline (``models/`` of the run directory, or a temporary folder) so
-    :func:`fit_model` loads the members instead of refitting them.
+    :func:`~optdiv.final.fit.fit_model` loads the members instead of refitting them.
 
     ``portfolio`` ("builtin", a portfolio file, or a list of configurations; see optdiv.spaces.portfolio)
     replaces the random initial design of the BO-family strategies: its configurations are evaluated first.
 
     ``cost_aware`` (BO-family strategies, under a ``time_budget``): EI is weighted down for candidates predicted
-    to take more than a tenth of the search's time left (:meth:`Optimizer._fits_time_left`).
+    to take more than a tenth of the search's time left (:class:`~optdiv.strategies.model_based.Optimizer`).
 
     ``ensemble_loss`` (default: the run's metric) is what the final Caruana selection minimises, and
     ``ensemble_bags > 0`` averages that many selections over bootstrap samples of the validation rows; DivBO's

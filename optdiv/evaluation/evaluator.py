@@ -9,7 +9,7 @@ Failures
 Exceptions (with a traceback tail), timeouts, worker crashes and NaN/inf predictions all become an
 :class:`Observation` with ``status`` ``"failed"`` or ``"timeout"``, no predictions, ``test_loss=None``
 and ``val_loss = worst_loss(metric)`` (optimisers impute timeouts differently, see
-:func:`optdiv.strategies.model_based.imputed_loss`): a finite, JSON-friendly value no real model scores worse than:
+:func:`optdiv.strategies.base.imputed_loss`): a finite, JSON-friendly value no real model scores worse than:
 ``error`` 1.0, ``brier`` 2.0, ``log_loss`` ``-log(1e-15)`` (about 34.54, the loss of probability 0 on
 the true class after the clipping in :mod:`optdiv.core.metrics`), and ``1e30`` for the unbounded
 regression losses ``mse`` / ``mae``.

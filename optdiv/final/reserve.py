@@ -49,7 +49,7 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     A k-fold evaluation's ``fit_seconds`` covers k fits on (k-1)/k of the rows, one refit on all rows about
     1/(k-1) of it (needed only when its fold pipelines are not saved); a refit on train+validation fits a third
     more rows than the 60 % training part, in a worker process under the deadline
-    (:data:`WORKER_REFIT_SAFETY` and :data:`REFIT_WORKER_START`).
+    (:data:`~optdiv.final.fit.WORKER_REFIT_SAFETY` and :data:`~optdiv.final.fit.REFIT_WORKER_START`).
     """
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:

@@ -12,7 +12,7 @@ normalised loss reached so far. The loss of a configuration on a dataset is norm
 the dataset's best, divided by the regret of the dataset's median configuration and capped at 1, so every
 dataset counts the same whatever its error scale. See docs/method.md ("Warm-start portfolio").
 
-The shipped portfolios live in ``optdiv/cash/portfolios/SPACE-TASK.json``; ``benchmarks/portfolio.py``
+The shipped portfolios live in ``optdiv/spaces/portfolios/SPACE-TASK.json``; ``benchmarks/portfolio.py``
 builds them (and leave-one-dataset-out ones for reporting) from libraries.
 """
 
