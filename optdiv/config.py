@@ -72,7 +72,8 @@ class RunConfig:
             raise ValueError(f"time_budget must be positive; got {self.time_budget}")
         resolve_time_limit(self.time_limit, self.time_budget)  # "auto" or a positive number of seconds
         if self.ensemble not in ENSEMBLE_BUILDERS:
-            raise ValueError(f"unknown ensemble builder {self.ensemble!r}; choose one of {', '.join(ENSEMBLE_BUILDERS)}")
+            raise ValueError(f"unknown ensemble builder {self.ensemble!r}; choose one of "
+                             f"{', '.join(ENSEMBLE_BUILDERS)}")
         if isinstance(self.ensemble_bags, str):
             if self.ensemble_bags != AUTO:
                 raise ValueError(f"ensemble_bags must be a number or {AUTO!r}, not {self.ensemble_bags!r}")

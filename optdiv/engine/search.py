@@ -1,5 +1,5 @@
-"""One search on splits: :func:`search` (prepare, the loop of optdiv.engine.loop, finish); :func:`optdiv.engine.run.run`
-loads the data and keeps the run directory around it.
+"""One search on splits: :func:`search` (prepare, the loop of optdiv.engine.loop, finish);
+:func:`optdiv.engine.run.run` loads the data and keeps the run directory around it.
 
 ``search`` is three steps: :func:`prepare` (every check that needs the data or the space, the strategy, the
 evaluator and its runner, the stored history, the deadline), :func:`optdiv.engine.loop.search_loop` and
@@ -97,9 +97,9 @@ def search(
 
     ``time_budget`` counts from ``started`` (a ``time.perf_counter()`` reading; default: now), so a caller
     such as ``OptDivClassifier.fit`` counts its own preparation too, and covers the final model: the search
-    keeps back the predicted time of building it (:class:`~optdiv.final.reserve.FinishReserve`), starts no evaluation whose
-    predicted duration (:class:`~optdiv.budget.DurationPredictor`) does not fit in the time left, and
-    caps every evaluation at the time left. An evaluation cut at the deadline is discarded, not stored. The
+    keeps back the predicted time of building it (:class:`~optdiv.final.reserve.FinishReserve`), starts no
+    evaluation whose predicted duration (:class:`~optdiv.budget.DurationPredictor`) does not fit in the time left,
+    and caps every evaluation at the time left. An evaluation cut at the deadline is discarded, not stored. The
     live evaluator saves each fitted pipeline (``models/`` of the run directory, or a temporary folder) so
     :func:`~optdiv.final.fit.fit_model` loads the members instead of refitting them.
 

@@ -44,7 +44,8 @@ def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) ->
 def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
                    n_folds: Optional[int]) -> float:
     """Predicted seconds from the end of the search to the end of the call for the final ``members``:
-    :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits :func:`optdiv.final.fit.fit_model` does.
+    :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits
+    :func:`optdiv.final.fit.fit_model` does.
 
     A k-fold evaluation's ``fit_seconds`` covers k fits on (k-1)/k of the rows, one refit on all rows about
     1/(k-1) of it (needed only when its fold pipelines are not saved); a refit on train+validation fits a third

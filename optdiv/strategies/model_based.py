@@ -167,8 +167,9 @@ class Optimizer:
         """Each candidate's probability of finishing within the time limit, from a forest over the timeouts so far
         (the unknown-constraint weighting of EI); None when nothing timed out, which leaves suggestions as they were.
 
-        A timeout's imputed loss (:func:`optdiv.strategies.base.imputed_loss`) says how good its region may be; this says whether a run
-        there would finish at all, so a region where everything times out is not suggested again and again.
+        A timeout's imputed loss (:func:`~optdiv.strategies.base.imputed_loss`) says how good its region may be; this
+        says whether a run there would finish at all, so a region where everything times out is not suggested again
+        and again.
         """
         timed_out = np.array([obs.status == "timeout" for obs in history], dtype=np.float64)
         if not timed_out.any():
