@@ -25,10 +25,12 @@ def config_key(config: Dict) -> tuple:
 
 def observation_key(obs) -> tuple:
     """``config_key`` of an observation's configuration, computed once and kept on the observation
-    (``Observation.config_key``: every suggestion needs the keys of the whole history)."""
-    if obs.config_key is None:
-        obs.config_key = config_key(obs.config)
-    return obs.config_key
+    (``Observation.config_key``: every suggestion needs the keys of the whole history). A history may also hold
+    other records with a ``config`` (a host's own); they get the attribute on first use."""
+    key = getattr(obs, "config_key", None)
+    if key is None:
+        key = obs.config_key = config_key(obs.config)
+    return key
 
 
 def seen_keys(history) -> set:
