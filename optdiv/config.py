@@ -11,6 +11,7 @@ task, a portfolio for the space) is checked by the search.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
@@ -85,8 +86,8 @@ class RunConfig:
             raise ValueError(f"unknown Agnostic Bayes sampler {self.sampler!r}; choose one of {', '.join(SAMPLERS)}")
         parse_constraints(self.constraints)  # each text is a valid constraint
         parse_faults(self.faults, self.seed)  # a valid fault plan
-        if self.cv is not None and self.cv != "auto" and (isinstance(self.cv, (bool, str)) or not isinstance(
-                self.cv, int) or self.cv < 2):
+        folds = isinstance(self.cv, numbers.Integral) and not isinstance(self.cv, bool) and self.cv >= 2
+        if not (self.cv is None or folds or (isinstance(self.cv, str) and self.cv == "auto")):
             raise ValueError(f"cv must be a number of folds (at least 2), None (holdout) or 'auto'; got {self.cv!r}")
         if self.fold_models not in FOLD_MODELS:
             raise ValueError(f"fold_models must be one of {', '.join(FOLD_MODELS)}; got {self.fold_models!r}")

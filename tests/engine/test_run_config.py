@@ -152,3 +152,27 @@ def test_optdiv_run_and_the_command_line_make_the_same_search(tmp_path):
     assert [m["config"] for m in a["ensemble"]] == [m["config"] for m in b["ensemble"]]
     assert a["val_error"] == b["val_error"] and a["test_error"] == b["test_error"]
     assert a["final_model"]["rows"] == b["final_model"]["rows"] == "train+validation"
+
+
+@pytest.mark.parametrize("option,value,match", [
+    ("method", "smac", "unknown method 'smac'"),
+    ("budget", 0, "budget must be at least 1"),
+    ("time_budget", 0, "time_budget must be positive"),
+    ("time_limit", "soon", "time_limit must be a number of seconds or 'auto'"),
+    ("time_limit", -1, "time_limit must be positive"),
+    ("ensemble", "voting", "unknown ensemble builder"),
+    ("ensemble_bags", -1, "ensemble_bags must be 0"),
+    ("ensemble_bags", "many", "ensemble_bags must be a number or 'auto'"),
+    ("pool", "best", "unknown pool builder"),
+    ("sampler", "gibbs", "unknown Agnostic Bayes sampler"),
+    ("constraints", ["latency<=1"], "unknown measure"),
+    ("faults", "crash=0.5", "unknown fault kind"),
+    ("cv", 1, "cv must be a number of folds"),
+    ("fold_models", "stacked", "fold_models must be one of"),
+    ("algorithm_share", 1.5, "algorithm_share must be in"),
+])
+def test_each_option_is_checked_when_the_config_is_made(option, value, match):
+    with pytest.raises(ValueError, match=match):
+        RunConfig(**{option: value})
+    with pytest.raises(ValueError, match=match):  # and when an option of an existing config is replaced
+        RunConfig.product().replace(**{option: value})
