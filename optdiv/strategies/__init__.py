@@ -1,1 +1,3 @@
-"""The papers' CASH and ensemble-search baselines, each a suggestion strategy over a candidate source."""
+"""Suggestion strategies: what to evaluate next, one class each behind ``suggest(history, y_val)`` (the model-based
+family, DivBO and OptDivBO among them, and the papers' baselines), the registry that makes them and the named methods
+built on them."""
