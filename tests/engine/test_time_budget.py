@@ -190,7 +190,7 @@ def test_a_resumed_run_without_saved_pipelines_still_builds_its_model(tmp_path):
     csv = tmp_path / "bc.csv"
     load_breast_cancer(as_frame=True).frame.sample(250, random_state=1).to_csv(csv, index=False)
     out = tmp_path / "run"
-    options = dict(target="target", out=str(out), seed=0, method="rs", space=timed_space(with_slow=False))
+    options = dict(target="target", out=str(out), seed=0, method="rs", space=timed_space(with_slow=False), cv=None)
     run(str(csv), budget=4, **options)
     assert list((out / "models").glob("*/*.joblib")), "the run directory keeps the fitted pipelines"
     shutil.rmtree(out / "models")  # as in a run made before pipelines were saved

@@ -250,8 +250,11 @@ def test_cli_cv_option(tmp_path, capsys):
         parser.parse_args(["run", "--data", "x.csv", "--cv", "some"])
     csv = tmp_path / "bc.csv"
     load_breast_cancer(as_frame=True).frame.sample(60, random_state=0).to_csv(csv, index=False)
-    # --cv reaches the engine: one fold is refused there, before any run directory is written
+    # one fold is refused with the options, more folds than rows once the data are read: either before any run
+    # directory is written
     assert main(["run", "--data", str(csv), "--cv", "1", "--quiet", "--out", str(tmp_path / "run")]) == 2
+    assert "cv must be a number of folds (at least 2)" in capsys.readouterr().err
+    assert main(["run", "--data", str(csv), "--cv", "49", "--quiet", "--out", str(tmp_path / "run")]) == 2
     assert "2 <= k <= 48" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
