@@ -9,7 +9,8 @@ import numpy as np
 
 from optdiv.budget import Deadline
 from optdiv.evaluation.pipelines import SavedPipelines
-from optdiv.final.model import EnsembleModel, Stacker
+from optdiv.final.choice import Stacker
+from optdiv.final.model import EnsembleModel
 from optdiv.spaces.base import SearchSpace
 
 
