@@ -37,6 +37,12 @@ import nox
 
 CORE_TESTS = "tests/core"
 
+#: The standalone engine's tests, by concept: data, spaces, evaluation, engine (search, loop, runners, time budget,
+#: options), storage, show and the scikit-learn estimators. tests/bench, tests/benchmarks and the command line's
+#: tests run in the `tests` session only.
+ENGINE_TESTS = ["tests/data", "tests/spaces", "tests/evaluation", "tests/engine", "tests/storage", "tests/show",
+                "tests/estimators"]
+
 #: Pins per host, installed together with ``-e .[dev]`` in a single call.
 #: Keep them in step with the matching extras in pyproject.toml.
 HOST_PINS: dict[str, list[str]] = {
@@ -69,8 +75,8 @@ HOST_PYTHON: dict[str, str] = {
 #: (ConfigSpace 0.4.21 + scikit-learn 0.24 for auto-sklearn, ConfigSpace 0.6.1 + scikit-learn 1.3 for OpenBox),
 #: since the host adapters build on it there. Each session also runs its host's own `tests/hosts/<host>_host`.
 HOST_LIBRARY_TESTS: dict[str, list[str]] = {
-    "autosklearn": [CORE_TESTS, "tests/cash"],
-    "openbox": [CORE_TESTS, "tests/cash"],
+    "autosklearn": [CORE_TESTS, *ENGINE_TESTS],
+    "openbox": [CORE_TESTS, *ENGINE_TESTS],
     "autogluon": [CORE_TESTS],
 }
 

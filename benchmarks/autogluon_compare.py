@@ -1,6 +1,6 @@
 """Table 6 comparison: AutoGluon-Tabular's defaults vs AutoGluon + optdiv at the same wall-time budget.
 
-Every run gets the same data and the same budget: the papers' 60/20/20 split (``optdiv.cash.data.split``,
+Every run gets the same data and the same budget: the papers' 60/20/20 split (``optdiv.data.split``,
 stratified, one split per seed), train on the 60%, validation (AutoGluon's ``tuning_data``: early stopping,
 the search and the weighted ensemble) on the 20%, test error on the last 20%. ``autogluon`` is
 ``TabularPredictor.fit`` with its default presets; ``optdivbo``, ``divbo`` (and ``bo``, ``rs``) are
@@ -50,7 +50,7 @@ PAPER = {
 
 def _frames(dataset, seed: int, label: str):
     """Train / validation / test DataFrames with the original labels, from optdiv's 60/20/20 split."""
-    from optdiv.cash.data import split
+    from optdiv.data import split
 
     parts = split(dataset, seed)
     out = []
@@ -179,7 +179,7 @@ def main(argv=None) -> int:
             parser.error("--num-cpus must be a positive integer or auto")
         num_cpus = int(num_cpus)
 
-    from optdiv.cash.data import DataError, load_dataset
+    from optdiv.data import DataError, load_dataset
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Stock auto-sklearn against auto-sklearn + optdiv (OptDivBO, DivBO) on the same data, budget and seed.
 
-Per dataset and seed, the data are split 60/20/20 with ``optdiv.cash.data.split``. auto-sklearn gets the
+Per dataset and seed, the data are split 60/20/20 with ``optdiv.data.split``. auto-sklearn gets the
 training and validation rows with its holdout set to exactly the validation rows (``holdout``, no shuffle,
 training rows first), so every method searches on the same rows and its ensemble builder (Caruana, size 25)
 selects on them. The test rows are used only for the reported test error: classification error in %,
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
     sys.path.insert(0, str(REPO))
 
-from optdiv.cash.data import load_dataset, split
+from optdiv.data import load_dataset, split
 
 METHODS = ("stock", "optdivbo", "divbo")
 

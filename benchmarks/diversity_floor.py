@@ -32,12 +32,12 @@ if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed on
     sys.path.insert(0, str(REPO))
 
 from optdiv.bench.library import library_dir, load_library
-from optdiv.cash.store import RunStore
 from optdiv.core.acquisition import ranks
 from optdiv.core.diversity import BLACK_BOX_BRIER_WEIGHT, BLACK_BOX_CE_WEIGHT, diversity_to_pool
 from optdiv.core.ensemble import ensemble_predict, ensemble_selection
 from optdiv.core.metrics import mean_loss
 from optdiv.core.pool import build_pool
+from optdiv.storage.files import RunStore
 
 FLOORS = (1e-15, 1e-6, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.25)
 ENSEMBLE_SIZE = 25

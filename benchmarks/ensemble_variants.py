@@ -33,9 +33,9 @@ from optdiv.bench.harness import parse_seeds
 from optdiv.bench.library import library_dir, load_library
 from optdiv.bench.replay import replay_search
 from optdiv.bench.stats import compare, paired_p
-from optdiv.cash.store import RunStore
 from optdiv.core.ensemble import bagged_ensemble_selection, ensemble_selection
 from optdiv.core.metrics import mean_loss
+from optdiv.storage.files import RunStore
 
 SIZE = 25
 

@@ -1,6 +1,6 @@
 """Plain OpenBox against OpenBox + optdiv (OptDivBO, DivBO): same data, space, budget and seed.
 
-Per dataset and seed the data are split 60/20/20 with ``optdiv.cash.data.split``. Every method runs
+Per dataset and seed the data are split 60/20/20 with ``optdiv.data.split``. Every method runs
 OpenBox 0.9's ``Advisor`` ask/tell loop over the same ConfigSpace space (default: optdiv's auto-sklearn
 space, 102 hyperparameters, so ``surrogate_type="prf"`` is passed to keep OpenBox from switching to
 random search) with the same OpenBox settings (``initial_trials``, ``rand_prob``, ``random_state=seed``):
@@ -9,7 +9,7 @@ random search) with the same OpenBox settings (``initial_trials``, ``rand_prob``
   exactly what ``openbox.Advisor`` suggests and only keeps the predictions for the post-hoc ensemble;
 * ``optdivbo`` / ``divbo``: the same advisor with the diversity option on.
 
-Each configuration is fitted by ``optdiv.cash.evaluator.Evaluator`` (a worker process, ``--time-limit``
+Each configuration is fitted by ``optdiv.evaluation.evaluator.Evaluator`` (a worker process, ``--time-limit``
 seconds; failures and timeouts become OpenBox FAILED / TIMEOUT trials). After every iteration the
 post-hoc ensemble (Caruana, size 25, or Agnostic Bayes) is rebuilt over the validation predictions and
 scored on the test rows, so the per-iteration file holds anytime curves.
@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
     sys.path.insert(0, str(REPO))
 
-from optdiv.cash.data import load_dataset, split
+from optdiv.data import load_dataset, split
 
 METHODS = ("openbox", "optdivbo", "divbo")
 ITERATION_COLUMNS = [
@@ -61,11 +61,11 @@ def run_one(dataset, name: str, seed: int, method: str, iterations: int, space_n
     from openbox import Observation
     from openbox.utils.constants import FAILED, SUCCESS, TIMEOUT
 
-    from optdiv.cash.evaluator import Evaluator
-    from optdiv.cash.spaces import get_space
     from optdiv.core.ensemble import ensemble_predict
     from optdiv.core.metrics import mean_loss
+    from optdiv.evaluation.evaluator import Evaluator
     from optdiv.integrations.openbox import OptDivAdvisor, final_ensemble
+    from optdiv.spaces import get_space
 
     task = dataset.task
     metric = "error" if task == "classification" else "mse"

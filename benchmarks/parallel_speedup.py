@@ -31,8 +31,8 @@ def measure(data: str, workers: Sequence[int], budget: int, method: str = "optdi
             space: str = "autosklearn", time_limit: float = 120.0, target: Optional[str] = None,
             say=lambda message: None) -> List[Dict]:
     """One row per (seed, mode): mode ``sequential`` or ``async-<N>``, with wall seconds and errors."""
-    from optdiv.cash.data import load_dataset, split
-    from optdiv.cash.engine import search
+    from optdiv.data import load_dataset, split
+    from optdiv.engine.search import search
 
     dataset = load_dataset(data, target=target)
     rows = []
@@ -85,7 +85,7 @@ def summarize(rows: List[Dict]) -> Dict:
 
 
 def write(out: Path, rows: List[Dict], summary: Dict, settings: Dict) -> Path:
-    from optdiv.cash.store import atomic_write_json
+    from optdiv.storage.atomic import atomic_write_json
 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "parallel_speedup.json", {"settings": settings, "summary": summary, "runs": rows})

@@ -2,7 +2,7 @@
 
 Replay libraries of one space and task hold the same random configurations (random suggestions are a pure
 function of the seed and step), so their validation losses form a (configurations x datasets) matrix over the
-configurations every library holds. ``build`` chooses a greedy portfolio on it (optdiv.cash.portfolio),
+configurations every library holds. ``build`` chooses a greedy portfolio on it (optdiv.spaces.portfolio),
 using validation losses only; ``--exclude`` leaves datasets out, so a portfolio reported on a dataset was never
 chosen with that dataset's data.
 
@@ -12,7 +12,7 @@ It reports the test loss of the final ensemble after each budget, mean over seed
 the seeds per dataset and the better / level / worse count over datasets.
 
     python benchmarks/portfolio.py build --data-dir ../shared/datasets \\
-        --datasets quake,wind,cpu_act,cpu_small --cache .cache --out optdiv/cash/portfolios/autosklearn-classification.json
+        --datasets quake,wind,cpu_act,cpu_small --cache .cache --out optdiv/spaces/portfolios/autosklearn-classification.json
     python benchmarks/portfolio.py leave-out --data-dir ../shared/datasets --datasets quake,wind,cpu_act,cpu_small,\\
         bodyfat,space_ga --for amazon_employee,bank32nh,... --cache .cache --out runs/portfolios
     python benchmarks/portfolio.py replay --data-dir ../shared/datasets \\
@@ -39,10 +39,10 @@ from optdiv.bench.harness import parse_seeds
 from optdiv.bench.library import library_dir, load_library
 from optdiv.bench.replay import replay_search
 from optdiv.bench.stats import compare, paired_p
-from optdiv.cash.candidates import config_key
-from optdiv.cash.data import load_dataset
-from optdiv.cash.portfolio import greedy_portfolio, write_portfolio
-from optdiv.cash.store import RunStore
+from optdiv.data import load_dataset
+from optdiv.spaces.candidates import config_key
+from optdiv.spaces.portfolio import greedy_portfolio, write_portfolio
+from optdiv.storage.files import RunStore
 
 DEFAULT_SIZE = 8
 #: A configuration enters a portfolio only if its fit took at most this long on every library (a portfolio

@@ -171,7 +171,7 @@ def effective_system(system: str, n_train: int) -> str:
         return system
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from optdiv.cash.data import resolve_cv
+    from optdiv.data import resolve_cv
 
     if resolve_cv(options.get("cv", "auto"), n_train) is None:
         options = {key: value for key, value in options.items() if key != "fold_models"}
@@ -200,8 +200,8 @@ def check_optdiv_options(systems) -> None:
     """Options must be constructor arguments of OptDivClassifier/OptDivRegressor and methods must exist."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from optdiv.cash.estimators import OptDivClassifier
-    from optdiv.cash.methods import get_method
+    from optdiv.sklearn import OptDivClassifier
+    from optdiv.strategies.methods import get_method
 
     known = set(OptDivClassifier().get_params())
     for name in systems:
@@ -232,7 +232,7 @@ def dataset_task(csv: Path) -> str:
     """classification or regression, by optdiv's rule on the target (the last column)."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from optdiv.cash.data import load_dataset
+    from optdiv.data import load_dataset
 
     return load_dataset(str(csv)).task
 
@@ -385,7 +385,7 @@ def _fit_optdiv(job, X, y, X_test):
     if job["repo"] not in sys.path:
         sys.path.insert(0, job["repo"])  # the checkout's optdiv, as benchmarks/time_budget.py
     import optdiv
-    from optdiv.cash.estimators import OptDivClassifier, OptDivRegressor
+    from optdiv.sklearn import OptDivClassifier, OptDivRegressor
 
     cls = OptDivClassifier if job["task"] == "classification" else OptDivRegressor
     options = dict(job["options"])

@@ -1,7 +1,7 @@
 """How much clipping regression members near the training targets' range changes the final ensemble, in replay.
 
 Each regression library's stored validation and test predictions are clipped to [min - m * span, max + m * span]
-of its split's training targets, as optdiv.cash.target_range does inside every live pipeline, and the same
+of its split's training targets, as optdiv.evaluation.target_range does inside every live pipeline, and the same
 replay searches run over the clipped and the raw library. Reported: the final ensemble's validation and test
 MSE per margin, mean over seeds, and a Wilcoxon test of each margin's test MSE against the raw library's.
 
@@ -26,9 +26,9 @@ from optdiv.bench.harness import parse_seeds
 from optdiv.bench.library import library_dir, load_library
 from optdiv.bench.replay import replay_search
 from optdiv.bench.stats import paired_p
-from optdiv.cash.data import load_dataset, split
-from optdiv.cash.store import RunStore
-from optdiv.cash.target_range import target_bounds
+from optdiv.data import load_dataset, split
+from optdiv.evaluation.target_range import target_bounds
+from optdiv.storage.files import RunStore
 
 
 def clipped(library, y_train: np.ndarray, margin: float):

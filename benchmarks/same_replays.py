@@ -20,12 +20,14 @@ import sys
 from pathlib import Path
 from typing import List
 
+from optdiv.storage.layout import RESULTS_NAME
+
 #: Columns and keys that measure the machine, not the search.
 TIMINGS = ("wall_seconds", "optimizer_seconds")
 
 
 def _rows(directory: Path) -> list:
-    with open(directory / "results.csv", newline="") as handle:
+    with open(directory / RESULTS_NAME, newline="") as handle:
         return sorted(tuple((k, v) for k, v in row.items() if k not in TIMINGS) for row in csv.DictReader(handle))
 
 
@@ -41,7 +43,7 @@ def differences(before: Path, after: Path) -> List[str]:
     """What differs between the two bench directories (empty when they hold the same searches)."""
     found = []
     if _rows(before) != _rows(after):
-        found.append("results.csv")
+        found.append(RESULTS_NAME)
     for path in sorted(p for p in (before / "runs").rglob("*") if p.is_file()):
         other = after / path.relative_to(before)
         name = str(path.relative_to(before))

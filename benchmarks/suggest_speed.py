@@ -23,9 +23,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
     sys.path.insert(0, str(REPO))
 
-from optdiv.cash.observation import Observation
-from optdiv.cash.optimizers import Optimizer
-from optdiv.cash.spaces import get_space
+from optdiv.evaluation.observation import Observation
+from optdiv.spaces import get_space
+from optdiv.strategies.model_based import Optimizer
 
 
 def synthetic_history(space, size: int, rows: int, seed: int) -> (List[Observation], np.ndarray):

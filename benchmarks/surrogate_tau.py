@@ -80,7 +80,7 @@ def library_tau(library, kinds: List[str], metric: Optional[str] = None, n_train
     Repeat 0 trains on the first ``n_train`` successful members in library order (the live protocol); repeat r > 0
     on a random partition drawn from ``seed + r``.
     """
-    from optdiv.cash.engine import resolve_metric
+    from optdiv.engine.search import resolve_metric
 
     metric = resolve_metric(metric, library.task)
     ok = np.flatnonzero(library.ok)
@@ -111,10 +111,10 @@ def surrogate_tau(
     time_limit: float = 120.0,
 ) -> Dict:
     """The live protocol: evaluate ``n_configs`` random configurations (resumable), then measure tau."""
-    from optdiv.cash.data import load_dataset, split
-    from optdiv.cash.engine import resolve_metric, search
-    from optdiv.cash.spaces import get_space
-    from optdiv.cash.store import RunStore
+    from optdiv.data import load_dataset, split
+    from optdiv.engine.search import resolve_metric, search
+    from optdiv.spaces import get_space
+    from optdiv.storage.files import RunStore
 
     dataset = load_dataset(data)
     splits = split(dataset, seed=seed)

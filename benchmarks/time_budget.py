@@ -30,8 +30,8 @@ def tolerance(budget: float) -> float:
 def run_one(path: Path, seed: int, method: str, budget: float, time_limit: float) -> dict:
     import pandas as pd
 
-    from optdiv.cash.data import load_dataset
-    from optdiv.cash.estimators import OptDivClassifier, OptDivRegressor
+    from optdiv.data import load_dataset
+    from optdiv.sklearn import OptDivClassifier, OptDivRegressor
 
     dataset = load_dataset(str(path), target=pd.read_csv(path, nrows=0).columns[-1])
     estimator = OptDivClassifier if dataset.task == "classification" else OptDivRegressor

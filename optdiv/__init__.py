@@ -4,7 +4,9 @@ The short public API, loaded on first use so that ``import optdiv`` (and ``optdi
 
 - ``OptDivClassifier``, ``OptDivRegressor``: scikit-learn estimators that search inside ``fit``;
 - ``run`` (load data, search, save a run directory) and ``search`` (on splits you made), both configured by a
-  ``RunConfig``;
+  ``RunConfig``; ``search`` returns a ``SearchResult``;
+- ``SearchSpace``: a ConfigSpace space and a builder of estimators, for searching your own space; ``Splits``: the
+  train / validation / test rows a search runs on;
 - ``methods()``: the method names and what each one is;
 - ``DiversityAwareSelector``: the host-neutral suggestion logic on numpy arrays, for embedding in another optimiser.
 
@@ -14,11 +16,14 @@ Host adapters stay in ``optdiv.integrations.<host>`` so that importing optdiv ne
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "OptDivClassifier": "optdiv.cash.estimators",
-    "OptDivRegressor": "optdiv.cash.estimators",
-    "RunConfig": "optdiv.cash.run_config",
-    "run": "optdiv.cash.engine",
-    "search": "optdiv.cash.engine",
+    "OptDivClassifier": "optdiv.sklearn",
+    "OptDivRegressor": "optdiv.sklearn",
+    "RunConfig": "optdiv.config",
+    "run": "optdiv.engine.run",
+    "search": "optdiv.engine.search",
+    "SearchResult": "optdiv.engine.result",
+    "SearchSpace": "optdiv.spaces.base",
+    "Splits": "optdiv.data",
     "DiversityAwareSelector": "optdiv.core.selector",
 }
 
@@ -27,7 +32,7 @@ __all__ = ["__version__", "methods", *_EXPORTS]
 
 def methods() -> dict:
     """Every method name and its one-line description (what ``optdiv methods`` prints)."""
-    from optdiv.cash.methods import METHODS
+    from optdiv.strategies.methods import METHODS
 
     return {name: spec.description for name, spec in METHODS.items()}
 

@@ -47,7 +47,7 @@ def _share(text: str) -> float:
 
 def _constraint(text: str):
     """argparse type of ``--constraint``: a parsed Constraint, or argparse's error with the reason."""
-    from optdiv.cash.constraints import Constraint
+    from optdiv.evaluation.constraints import Constraint
 
     try:
         return Constraint.parse(text)
@@ -227,7 +227,7 @@ _FLAG_OF = {"constraints": "constraint", "faults": "inject_faults", "memory_limi
 
 def _product_defaults(parser) -> dict:
     """``optdiv run``'s defaults: :meth:`RunConfig.product`'s value of every option the parser has a flag for."""
-    from optdiv.cash.run_config import RunConfig
+    from optdiv.config import RunConfig
 
     flags = {action.dest for action in parser._actions}
     product = RunConfig.product()
@@ -241,7 +241,7 @@ _LISTS = ("constraints",)
 
 def run_config_from_args(args):
     """The RunConfig of ``optdiv run``'s parsed flags (every field the command offers)."""
-    from optdiv.cash.run_config import RunConfig
+    from optdiv.config import RunConfig
 
     given = {name: getattr(args, _FLAG_OF.get(name, name)) for name in RunConfig.names()
              if hasattr(args, _FLAG_OF.get(name, name))}
@@ -249,7 +249,7 @@ def run_config_from_args(args):
 
 
 def _run(args, started: float) -> int:
-    from optdiv.cash.engine import run
+    from optdiv.engine.run import run
 
     bar = None if args.quiet else ProgressBar()
     try:
@@ -278,8 +278,8 @@ def _run(args, started: float) -> int:
 
 
 def _show(args) -> int:
-    from optdiv.cash import plotting
-    from optdiv.cash.show import format_leaderboard, read_run, write_figures
+    from optdiv.show import plotting
+    from optdiv.show.view import format_leaderboard, read_run, write_figures
 
     view = read_run(args.run_dir)
     print(format_leaderboard(view, top=args.top))
@@ -351,7 +351,7 @@ def _bench(args) -> int:
 
 def _report(args) -> int:
     from optdiv.bench.report import write_report
-    from optdiv.cash import plotting
+    from optdiv.show import plotting
 
     figures = not args.no_figures
     if figures and not plotting.available():
@@ -369,7 +369,7 @@ def _report(args) -> int:
 
 
 def _methods() -> int:
-    from optdiv.cash.methods import METHODS
+    from optdiv.strategies.methods import METHODS
 
     width = max(len(name) for name in METHODS)
     for name, spec in METHODS.items():
@@ -380,8 +380,8 @@ def _methods() -> int:
 def _user_errors() -> tuple:
     """Errors that are the user's to fix, printed as one line. Imported only when something went wrong, so a
     command that needs neither the engine nor Dask (``show``, ``report``, ``methods``) does not load them."""
-    from optdiv.cash.constraints import InfeasibleSearchError
-    from optdiv.cash.parallel import DaskUnavailable
+    from optdiv.evaluation.constraints import InfeasibleSearchError
+    from optdiv.execution.dask_runner import DaskUnavailable
 
     return (ValueError, FileNotFoundError, FileExistsError, InfeasibleSearchError, DaskUnavailable)
 

@@ -7,16 +7,29 @@ import optdiv
 
 
 def test_every_exported_name_resolves_to_the_real_object():
-    from optdiv.cash.engine import run, search
-    from optdiv.cash.estimators import OptDivClassifier, OptDivRegressor
-    from optdiv.cash.run_config import RunConfig
+    from optdiv.config import RunConfig
     from optdiv.core.selector import DiversityAwareSelector
+    from optdiv.data import Splits
+    from optdiv.engine.result import SearchResult
+    from optdiv.engine.run import run
+    from optdiv.engine.search import search
+    from optdiv.sklearn import OptDivClassifier, OptDivRegressor
+    from optdiv.spaces.base import SearchSpace
 
     assert (optdiv.OptDivClassifier, optdiv.OptDivRegressor, optdiv.RunConfig, optdiv.run, optdiv.search,
-            optdiv.DiversityAwareSelector) == (OptDivClassifier, OptDivRegressor, RunConfig, run, search,
-                                               DiversityAwareSelector)
+            optdiv.SearchResult, optdiv.SearchSpace, optdiv.Splits, optdiv.DiversityAwareSelector) == (
+        OptDivClassifier, OptDivRegressor, RunConfig, run, search, SearchResult, SearchSpace, Splits,
+        DiversityAwareSelector)
     assert set(optdiv.__all__) <= set(dir(optdiv))
     assert "optdivbo" in optdiv.methods() and "bo-es" in optdiv.methods()
+
+
+def test_no_module_shadows_an_exported_name():
+    """Importing ``optdiv.X`` sets the attribute ``X`` of optdiv: a module named like an export would replace it."""
+    import pkgutil
+
+    modules = {info.name for info in pkgutil.iter_modules(optdiv.__path__)}
+    assert modules.isdisjoint(optdiv.__all__)
 
 
 def test_importing_optdiv_loads_no_heavy_library():

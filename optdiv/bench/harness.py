@@ -17,11 +17,11 @@ Modes. *Live*: real evaluations; the data are split 60/20/20 with the run's seed
 and cached under ``cache``) are the only candidates, so seeds vary the search, not the split. Every row
 says which mode produced it.
 
-Constraints (``--constraint``, optdiv.cash.constraints) apply to every search of a bench and are part of
+Constraints (``--constraint``, optdiv.evaluation.constraints) apply to every search of a bench and are part of
 its settings; ``n_infeasible`` counts the runs that violated them (empty in rows written before it existed).
 
 ``--workers N`` (live mode): every search evaluates asynchronously on its own local Dask cluster of N
-workers (optdiv.cash.parallel); part of the settings only when given. With ``--jobs J`` that is J x N workers.
+workers (optdiv.execution.dask_runner); part of the settings only when given. With ``--jobs J`` that is J x N workers.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from optdiv.bench.layout import run_dir
-from optdiv.cash.methods import SEARCH_OPTIONS, get_method
+from optdiv.storage.layout import BENCH_NAME, RESULT_NAME, RESULTS_NAME, TRACE_NAME
+from optdiv.strategies.methods import SEARCH_OPTIONS, get_method
 
 RESULT_COLUMNS = [
     "dataset", "task", "metric", "mode", "method", "seed", "budget", "library_size", "best_val_error",
@@ -57,7 +58,7 @@ class DatasetRef:
 
 def resolve_datasets(datasets: str, data_dir: Optional[str] = None) -> List[DatasetRef]:
     """``DIR`` (every CSV in it), or comma-separated CSV paths, names in ``data_dir``, or ``sklearn:NAME``."""
-    from optdiv.cash.data import load_dataset
+    from optdiv.data import load_dataset
 
     path = Path(datasets)
     if path.is_dir():
@@ -117,7 +118,7 @@ class Bench:
     workers: Optional[int] = None  # Dask workers per live search, or per library being built in replay mode
 
     def __post_init__(self):
-        from optdiv.cash.constraints import settings_form
+        from optdiv.evaluation.constraints import settings_form
 
         for method in self.methods:
             get_method(method)  # unknown names fail before anything runs
@@ -154,7 +155,7 @@ class Bench:
                 for seed in self.seeds:
                     for group, methods in groups.items():
                         todo = [m for m in methods
-                                if not (run_dir(self.out, ref.name, metric, m, seed) / "result.json").exists()]
+                                if not (run_dir(self.out, ref.name, metric, m, seed) / RESULT_NAME).exists()]
                         if todo:
                             units.append({
                                 "dataset": ref.__dict__, "metric": metric, "group": group, "methods": todo,
@@ -170,11 +171,11 @@ class Bench:
     def run(self, jobs: int = 1, progress: Optional[Callable[[str], None]] = None) -> Path:
         say = progress or (lambda message: None)
         self.out.mkdir(parents=True, exist_ok=True)
-        _check_settings(self.out / "bench.json", self.settings())
+        _check_settings(self.out / BENCH_NAME, self.settings())
         if self.library is not None:
             self.build_libraries(jobs, say)
             self.check_library_measures()
-        rows_path = self.out / "results.csv"
+        rows_path = self.out / RESULTS_NAME
         rebuild_results(self.out)
         units = self.units()
         say(f"{len(units)} searches to run ({self.mode} mode, {jobs} job(s))")
@@ -218,7 +219,7 @@ class Bench:
     def check_library_measures(self) -> None:
         """Refuse, before any search, constraints on a measure some library never recorded."""
         from optdiv.bench.library import check_library_measures, library_dir
-        from optdiv.cash.constraints import parse_constraints
+        from optdiv.evaluation.constraints import parse_constraints
 
         names = sorted({c.measure for c in parse_constraints(self.constraints)})
         if not names:
@@ -229,7 +230,7 @@ class Bench:
 
 def _library_ready(ref: DatasetRef, bench: Bench) -> bool:
     from optdiv.bench.library import library_dir
-    from optdiv.cash.store import RunStore
+    from optdiv.storage.files import RunStore
 
     directory = library_dir(bench.cache, ref.name, 0, bench.space)
     return directory.exists() and len(RunStore(directory)) >= bench.library
@@ -246,7 +247,7 @@ def _check_settings(path: Path, settings: Dict) -> None:
         if stored != settings:
             raise ValueError(f"{path.parent} holds a bench with other settings ({stored}); use another --out")
     else:
-        from optdiv.cash.store import atomic_write_json
+        from optdiv.storage.atomic import atomic_write_json
 
         atomic_write_json(path, settings)
 
@@ -268,12 +269,12 @@ def rebuild_results(out: Path) -> None:
     for result in sorted(Path(out).glob("runs/*/*/*/seed-*/result.json")):
         rows.append(json.loads(result.read_text())["row"])
     rows.sort(key=lambda r: (r["dataset"], r["metric"], r["method"], int(r["seed"])))
-    tmp = Path(out) / "results.csv.tmp"
+    tmp = Path(out) / (RESULTS_NAME + ".tmp")
     with open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=RESULT_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(tmp, Path(out) / "results.csv")
+    os.replace(tmp, Path(out) / RESULTS_NAME)
 
 
 # --------------------------------------------------------------------------- one search (in a worker)
@@ -297,8 +298,8 @@ def run_unit(unit: Dict) -> List[Dict]:
     """Run one search and write result.json + trace.csv for each of its methods; returns their rows."""
     from optdiv.bench.provenance import dataset_digest, environment
     from optdiv.bench.trace import search_trace
-    from optdiv.cash.engine import search
-    from optdiv.cash.methods import make_strategy
+    from optdiv.engine.search import search
+    from optdiv.strategies.registry import make_strategy
 
     ref = DatasetRef(**unit["dataset"])
     metric, seed, budget, methods = unit["metric"], int(unit["seed"]), int(unit["budget"]), unit["methods"]
@@ -316,8 +317,8 @@ def run_unit(unit: Dict) -> List[Dict]:
         y_val, y_test, space, task = library.y_val, library.y_test, library.space, library.task
         n_classes = library.val_preds.shape[2] if library.val_preds.ndim == 3 else None
     else:
-        from optdiv.cash.data import load_dataset, split
-        from optdiv.cash.store import RunStore
+        from optdiv.data import load_dataset, split
+        from optdiv.storage.files import RunStore
 
         dataset = load_dataset(ref.spec)
         provenance["data_digest"] = dataset_digest(dataset)
@@ -365,7 +366,7 @@ def run_unit(unit: Dict) -> List[Dict]:
 
 
 def _bind_final(spec, strategy, y_val, metric, ensemble_size, seed, task, n_classes):
-    from optdiv.cash.final_ensemble import FinalSettings, finalize
+    from optdiv.final.choice import FinalSettings, finalize
 
     settings = FinalSettings(metric, "caruana", ensemble_size, seed, task, n_classes)
 
@@ -378,17 +379,17 @@ def _bind_final(spec, strategy, y_val, metric, ensemble_size, seed, task, n_clas
 def _write_run(directory: Path, row: Dict, trace: List[Dict], choice, history, y_val, result,
                provenance: Dict) -> None:
     from optdiv.bench.trace import member_diversity
-    from optdiv.cash.store import atomic_write_json
+    from optdiv.storage.atomic import atomic_write_json
 
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / "trace.csv.tmp", "w", newline="") as fh:
+    with open(directory / (TRACE_NAME + ".tmp"), "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=["iteration", "best_single_val", "val", "test", "min_diversity"])
         writer.writeheader()
         writer.writerows(trace)
-    os.replace(directory / "trace.csv.tmp", directory / "trace.csv")
+    os.replace(directory / (TRACE_NAME + ".tmp"), directory / TRACE_NAME)
     library_indices = result.info.get("library_indices")
     members = [int(i) for i in choice.members]
-    atomic_write_json(directory / "result.json", {
+    atomic_write_json(directory / RESULT_NAME, {
         "row": row,
         "members": members,
         "weights": [float(w) for w in choice.weights],

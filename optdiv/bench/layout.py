@@ -1,4 +1,5 @@
-"""Where a bench directory keeps each run, shared by the harness that writes it and the report that reads it."""
+"""Where a bench directory keeps each run, shared by the harness that writes it and the report that reads it (the
+file names are :mod:`optdiv.storage.layout`'s)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ twelve methods x ten seeds x 250 iterations cost no model fitting beyond the lib
 Every result produced this way must say so: the numbers answer "which configurations would each
 method choose from this fixed set", not "what would a live run reach".
 
-Each member keeps the measures its evaluation recorded (optdiv.cash.constraints), so replay runs can be
+Each member keeps the measures its evaluation recorded (optdiv.evaluation.constraints), so replay runs can be
 constrained like live ones. Members evaluated before ``predict_seconds`` was recorded lack it; a
 constraint on a measure that some successful member lacks is refused (:meth:`Library.require_measures`).
 """
@@ -24,13 +24,13 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
-from optdiv.cash.constraints import MEASURES
-from optdiv.cash.data import load_dataset, split
-from optdiv.cash.engine import resolve_metric, search
-from optdiv.cash.observation import WORST_LOSS
-from optdiv.cash.spaces import SearchSpace, get_space
-from optdiv.cash.store import RunStore
 from optdiv.core.metrics import mean_loss
+from optdiv.data import load_dataset, split
+from optdiv.engine.search import resolve_metric, search
+from optdiv.evaluation.constraints import MEASURES
+from optdiv.evaluation.observation import WORST_LOSS
+from optdiv.spaces import SearchSpace, get_space
+from optdiv.storage.files import RunStore
 
 LIBRARY_TIME_LIMIT = 60.0
 
@@ -137,7 +137,7 @@ def build_library(
     settings = {"data_name": dataset.name, "task": dataset.task, "split_seed": split_seed, "space": space,
                 "time_limit": time_limit, "n_rows": int(len(dataset.y))}
     if dataset.task == "regression":
-        # Members are clipped near the training targets' range (optdiv.cash.target_range); a library grown
+        # Members are clipped near the training targets' range (optdiv.evaluation.target_range); a library grown
         # from members evaluated before the clip existed would mix two protocols, so resuming one refuses.
         settings["regression_members"] = REGRESSION_MEMBERS
     if store.read_meta() is None:

@@ -15,16 +15,19 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from optdiv.cash.candidates import LibraryCandidates, config_key
-from optdiv.cash.constraints import parse_constraints
-from optdiv.cash.data import Splits
-from optdiv.cash.engine import SearchResult, search
-from optdiv.cash.observation import WORST_LOSS, Observation
 from optdiv.core.metrics import mean_loss
+from optdiv.data import Splits
+from optdiv.engine.result import SearchResult
+from optdiv.engine.search import search
+from optdiv.evaluation.constraints import parse_constraints
+from optdiv.evaluation.interface import EvaluatorInterface
+from optdiv.evaluation.observation import WORST_LOSS, Observation
+from optdiv.spaces.candidates import LibraryCandidates, config_key
 
 
-class LibraryEvaluator:
-    """Looks up a library member's stored outcome; losses are recomputed under the run's metric."""
+class LibraryEvaluator(EvaluatorInterface):
+    """Looks up a library member's stored outcome; losses are recomputed under the run's metric. It runs in this
+    process only and takes no time limit (an evaluation costs microseconds)."""
 
     def __init__(self, library, metric: str):
         self.library, self.metric = library, metric
@@ -74,7 +77,7 @@ def replay_search(library, method: str, metric: str, seed: int, budget: int, ens
                   constraints: Optional[Sequence] = None) -> SearchResult:
     """One replay run of ``method`` over ``library``; ``SearchResult.info["library_indices"]`` maps the history.
 
-    ``constraints`` as in :func:`optdiv.cash.engine.search`; ValueError when a successful member lacks a
+    ``constraints`` as in :func:`optdiv.engine.search.search`; ValueError when a successful member lacks a
     constrained measure (a library built before it was recorded).
     """
     if budget > int(np.sum(LibraryCandidates(library).offerable)):

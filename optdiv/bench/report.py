@@ -27,6 +27,7 @@ import numpy as np
 from optdiv.bench.layout import run_dir
 from optdiv.bench.provenance import provenance_lines
 from optdiv.bench.stats import average_ranks, better_same_worse, lower_tie_higher, paired_p, strictly_lower
+from optdiv.storage.layout import BENCH_NAME, RESULT_NAME, RESULTS_NAME, TRACE_NAME
 
 METRIC_TITLES = {"error": "Classification test error (%)", "mse": "Regression test MSE", "mae": "Regression test MAE"}
 VALIDATION_TITLES = {"error": "validation error (%)", "mse": "validation MSE", "mae": "validation MAE"}
@@ -70,7 +71,7 @@ def load_paper_numbers(path) -> PaperNumbers:
 
 
 def read_results(directory: Path) -> List[Dict]:
-    path = Path(directory) / "results.csv"
+    path = Path(directory) / RESULTS_NAME
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run `optdiv bench --out {directory}` first")
     with open(path, newline="") as fh:
@@ -94,7 +95,7 @@ def _fmt(value: float, metric: str) -> str:
     return f"{value:.4g}"
 
 
-def _fmt_cell(mean: float, std: float, metric: str) -> str:
+def format_cell(mean: float, std: float, metric: str) -> str:
     """Mean ± std with the std at the mean's decimals (4 significant digits of the mean; 2 decimals of %), so
     float noise in a constant cell reads as 0 and the two numbers line up."""
     if not np.isfinite(mean):
@@ -141,7 +142,7 @@ def markdown_table(table: Dict, metric: str,
                 parts.append("-")
                 continue
             values = np.array(list(seeds.values()))
-            text = _fmt_cell(values.mean(), values.std(ddof=1) if len(values) > 1 else 0.0, metric)
+            text = format_cell(values.mean(), values.std(ddof=1) if len(values) > 1 else 0.0, metric)
             if np.isclose(values.mean(), best[d]):
                 text = f"**{text}**"
             if len(values) < max(len(cells[x].get(d, {})) for x in methods):
@@ -227,7 +228,7 @@ def validation_test_correlation(val_table: Dict, test_table: Dict) -> Dict[str, 
 def read_traces(directory: Path) -> Dict:
     """traces[(dataset, metric, method)][seed] = rows of trace.csv."""
     traces: Dict = defaultdict(dict)
-    for path in Path(directory).glob("runs/*/*/*/seed-*/trace.csv"):
+    for path in Path(directory).glob(f"runs/*/*/*/seed-*/{TRACE_NAME}"):
         seed = int(path.parent.name.split("-", 1)[1])
         method, metric, dataset = path.parent.parent.name, path.parent.parent.parent.name, \
             path.parent.parent.parent.parent.name
@@ -279,8 +280,8 @@ def rank_over_iterations(traces: Dict, metric: str, methods: Sequence[str]):
 def write_figures(directory: Path, traces: Dict, tables: Dict[str, Dict], focus: Optional[str]) -> List[str]:
     """The report's PNG figures in ``directory``; their names. Every axis is labelled, legends sit beside the
     plots, and the diversity heatmaps name their members and say what the colour measures. Raises
-    :class:`~optdiv.cash.plotting.PlottingUnavailable` without matplotlib."""
-    from optdiv.cash.plotting import integer_ticks, new_figure, save_png
+    :class:`~optdiv.show.plotting.PlottingUnavailable` without matplotlib."""
+    from optdiv.show.plotting import integer_ticks, new_figure, save_png
 
     directory = Path(directory)
     figures = []
@@ -336,7 +337,7 @@ def write_figures(directory: Path, traces: Dict, tables: Dict[str, Dict], focus:
         shown = [m for m in methods if m in FOCUS_METHODS] or methods[:4]
         runs = []
         for m in shown:
-            path = run_dir(directory, target, metric, m, 0) / "result.json"
+            path = run_dir(directory, target, metric, m, 0) / RESULT_NAME
             if path.exists():
                 saved = json.loads(path.read_text())
                 matrix = np.array(saved["member_diversity"], dtype=float)
@@ -360,7 +361,7 @@ def _line_style(number: int) -> Dict:
 def _diversity_heatmaps(runs: List[Tuple[str, np.ndarray, List[str]]], dataset: str, path: Path) -> None:
     """One heatmap per method of its final members' DivBO diversity (seed 0), on one colour scale so the panels
     compare; members named ``#index algorithm``, the diagonal (a member with itself) left blank."""
-    from optdiv.cash.plotting import new_figure, save_png
+    from optdiv.show.plotting import new_figure, save_png
 
     largest = max(len(matrix) for _, matrix, _ in runs)
     side = max(3.6, 0.3 * largest + 2.4)
@@ -398,7 +399,7 @@ def read_run_results(directory: Path, rows: List[Dict]) -> List[Optional[Dict]]:
     """Each row's result.json, parsed once per report (None where the run left none); parallel to ``rows``."""
     results = []
     for r in rows:
-        path = run_dir(directory, r["dataset"], r["metric"], r["method"], r["seed"]) / "result.json"
+        path = run_dir(directory, r["dataset"], r["metric"], r["method"], r["seed"]) / RESULT_NAME
         results.append(json.loads(path.read_text()) if path.exists() else None)
     return results
 
@@ -450,7 +451,7 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
             raise ValueError(f"no runs of {', '.join(unknown)} in {directory}")
         rows = [r for r in rows if r["method"] in set(only)]
         methods = list(methods or only)
-    settings_path = directory / "bench.json"
+    settings_path = directory / BENCH_NAME
     settings = json.loads(settings_path.read_text()) if settings_path.exists() else {}
     modes = sorted({r["mode"] for r in rows})
     out = [f"# Benchmark report: {directory.name}", ""]
@@ -509,7 +510,7 @@ def write_report(directory, methods: Optional[Sequence[str]] = None, reference: 
                     markdown_table(table, metric), "",
                     f"Wilcoxon ({reference} better / same / worse):", "", wilcoxon_table(table, reference), ""]
     if figures:
-        from optdiv.cash.plotting import MISSING_MATPLOTLIB, PlottingUnavailable
+        from optdiv.show.plotting import MISSING_MATPLOTLIB, PlottingUnavailable
 
         try:
             names = write_figures(directory, traces, tables, focus)

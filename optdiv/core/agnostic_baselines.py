@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Tuple
 
 import numpy as np
 
-from ._arrays import as_predictions, as_targets
+from .arrays import as_predictions, as_targets
 from .agnostic_bayes import agnostic_bayes_weights
 from .ensemble import tied_minima
 from .metrics import mean_loss, per_example_loss

@@ -20,7 +20,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ._arrays import PROB_CLIP, as_predictions, as_targets, one_hot, true_class_probability
+from .arrays import PROB_CLIP, as_predictions, as_targets, one_hot, true_class_probability
 from .metric_vocabulary import diversity_kind
 
 REGRESSION_KINDS = ("divbo", "mse", "mae")

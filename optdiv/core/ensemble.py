@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._arrays import PROB_CLIP, as_predictions, as_targets
+from .arrays import PROB_CLIP, as_predictions, as_targets
 from .agnostic_bayes import agnostic_bayes_weights, student_t_posterior  # noqa: F401  (public here too)
 from .metrics import LossSpec, check_loss, is_classification_loss, mean_loss
 

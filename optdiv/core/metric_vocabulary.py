@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Dict, Mapping, Optional, Tuple
 
-from ._arrays import PROB_CLIP
+from .arrays import PROB_CLIP
 
 TASKS = ("classification", "regression")
 
@@ -117,14 +117,6 @@ def choices(task: str) -> str:
     losses = [loss for loss in VOCABULARY if loss.task == task]
     aliases = [a for loss in losses for a in loss.aliases]
     return f"{', '.join(loss.name for loss in losses)} (or {', '.join(aliases)})"
-
-
-def get_loss(name: str) -> Loss:
-    """The entry of a loss by its own name (``error``, ``log_loss``, ``brier``, ``mse``, ``mae``)."""
-    loss = _BY_NAME.get(name)
-    if loss is None:
-        raise ValueError(f"unknown loss {name!r}; choose one of {', '.join(LOSSES)}")
-    return loss
 
 
 def _mismatch(name: str, loss: Loss, task: str) -> ValueError:

@@ -10,7 +10,7 @@ from typing import Callable, Union
 
 import numpy as np
 
-from ._arrays import PROB_CLIP
+from .arrays import PROB_CLIP
 from .metric_vocabulary import CLASSIFICATION_LOSSES, LOSSES, REGRESSION_LOSSES  # noqa: F401 (the names' home)
 
 LossSpec = Union[str, Callable[[np.ndarray, np.ndarray], float]]

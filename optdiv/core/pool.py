@@ -11,7 +11,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ._arrays import as_predictions, as_targets
+from .arrays import as_predictions, as_targets
 from .ensemble import agnostic_bayes_weights, ensemble_selection
 from .metrics import LossSpec, is_classification_loss, mean_loss, per_example_loss
 

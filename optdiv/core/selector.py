@@ -21,7 +21,7 @@ from typing import Callable, Hashable, NamedTuple, Optional
 
 import numpy as np
 
-from ._arrays import as_predictions, as_targets
+from .arrays import as_predictions, as_targets
 from .acquisition import (
     combine,
     divbo_acquisition,

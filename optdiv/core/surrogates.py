@@ -34,7 +34,7 @@ _LIGHTGBM_MAJOR = int(lgb.__version__.split(".")[0])
 #: depth cap bounds prediction cost (leaf-wise trees grow deep) and, on breast_cancer, 8 rounds of
 #: 15 leaves at depth 4 ranked held-out pairs better (tau 0.40 / 0.55 for divbo / zero_one) than
 #: 10 rounds of 7 unbounded leaves (0.37 / 0.52) at about the same prediction cost. One
-#: thread: OpenMP threads on a busy 2-core machine (the evaluator runs beside the search) made small
+#: thread: OpenMP threads competing for few cores (the evaluator runs beside the search) made small
 #: fits 10-20x slower in our measurements, and one thread is deterministic everywhere.
 DIVERSITY_PARAMS = {
     "learning_rate": 0.4,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from optdiv.bench.library import Library
-from optdiv.cash.spaces import get_space
+from optdiv.spaces import get_space
 
 
 def synthetic_library(task: str = "classification", n: int = 60, rows: int = 120, seed: int = 0,

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from optdiv.bench.replay import replay_search
-from optdiv.cash.baselines.admm import ADMM, PULLS, module_keys, theta_block_size
-from optdiv.cash.candidates import LibraryCandidates
-from optdiv.cash.constraints import Constraint
-from optdiv.cash.observation import Observation
+from optdiv.evaluation.constraints import Constraint
+from optdiv.evaluation.observation import Observation
+from optdiv.spaces.candidates import LibraryCandidates
+from optdiv.strategies.admm import ADMM, PULLS, module_keys, theta_block_size
 
 FAST = {"n_trees": 10}
 
@@ -21,8 +21,9 @@ def library(wide_cls_library):
     return wide_cls_library
 
 
-def _admm(library, seed=0):
-    return ADMM(library.space, "error", seed=seed, candidates=LibraryCandidates(library), **FAST)
+def _admm(library, seed=0, constraints=()):
+    return ADMM(library.space, "error", seed=seed, candidates=LibraryCandidates(library),
+                constraints=[Constraint.parse(c) for c in constraints], **FAST)
 
 
 def test_adaptive_schedule_and_modules(library):
@@ -80,8 +81,7 @@ def test_integer_penalty_is_zero_at_delta_and_grows_with_distance(library):
 
 
 def test_constraint_terms_follow_algorithm_2(library):
-    admm = _admm(library)
-    admm.set_constraints([Constraint.parse("predict_seconds<=0.5")])
+    admm = _admm(library, constraints=["predict_seconds<=0.5"])
     feasible = Observation(config={}, status="ok", val_loss=0.2, measures={"predict_seconds": 0.25})
     violating = Observation(config={}, status="infeasible", val_loss=0.1, measures={"predict_seconds": 1.5})
     (r_ok, p_ok), = admm._constraint_terms(feasible, [0.0])
@@ -91,8 +91,8 @@ def test_constraint_terms_follow_algorithm_2(library):
     losses = np.array([0.2, 0.1])
     assert admm._objective([feasible, violating], losses, 1, [0.0]) == pytest.approx(2.1)
     assert admm._objective([feasible, violating], losses, 0, [0.0]) == pytest.approx(0.2)
-    lower = ADMM(library.space, "error", candidates=LibraryCandidates(library))
-    lower.set_constraints([Constraint.parse("predict_seconds>=1")])
+    lower = ADMM(library.space, "error", candidates=LibraryCandidates(library),
+                 constraints=[Constraint.parse("predict_seconds>=1")])
     (r_low, _), = lower._constraint_terms(feasible, [0.0])
     assert r_low == pytest.approx(0.75)  # -0.25 <= -1 is violated by 0.75
 
@@ -105,8 +105,7 @@ def test_constrained_admm_prefers_feasible_runs(library):
     statuses = [o.status for o in result.history]
     assert "infeasible" in statuses
     assert all(result.history[m].status == "ok" for m in result.member_indices)
-    admm = _admm(slowed, seed=1)
-    admm.set_constraints([Constraint.parse("fit_seconds<=0.1")])
+    admm = _admm(slowed, seed=1, constraints=["fit_seconds<=0.1"])
     state, _ = admm.replay(result.history)
     assert len(state.mu) == 1 and np.isfinite(state.mu[0])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optdiv.cash.baselines.admm_steps import ThompsonArms, delta_min, dual_update, inactive_theta, reward
+from optdiv.strategies.admm_steps import ThompsonArms, delta_min, dual_update, inactive_theta, reward
 
 
 def test_delta_min_rounds_the_clipped_shifted_value():

@@ -6,16 +6,14 @@ import numpy as np
 import pytest
 
 from optdiv.bench.replay import replay_search
-from optdiv.cash.baselines.ensemble_optimization import EnsembleOptimization
-from optdiv.cash.baselines.rising_bandit import RisingBandit
-from optdiv.cash.candidates import LibraryCandidates
-from optdiv.cash.observation import Observation
+from optdiv.evaluation.observation import Observation
+from optdiv.spaces.candidates import LibraryCandidates
+from optdiv.strategies.ensemble_optimization import EnsembleOptimization
+from optdiv.strategies.rising_bandit import RisingBandit
 
 
 class _Arms:
     """A stand-in candidate source with three named algorithms (the bandit only needs their names)."""
-
-    replay = False
 
     def algorithms(self):
         return ["a", "b", "c"]
@@ -118,8 +116,8 @@ def test_eo_does_not_stay_on_a_confident_constant_first_model():
 
 
 def test_nes_starts_random_then_mutates_ensemble_members(cls_library):
-    from optdiv.cash.baselines.evolution import RegularisedEvolutionEnsemble
     from optdiv.bench.replay import LibraryEvaluator
+    from optdiv.strategies.evolution import RegularisedEvolutionEnsemble
 
     nes = RegularisedEvolutionEnsemble(cls_library.space, "error", seed=0, candidates=LibraryCandidates(cls_library),
                                        population=10, ensemble_size=5)
@@ -139,8 +137,8 @@ def test_nes_starts_random_then_mutates_ensemble_members(cls_library):
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_algorithm_codes_read_the_algorithm_from_the_encoding(task):
-    from optdiv.cash.candidates import algorithm_codes
-    from optdiv.cash.spaces import get_space
+    from optdiv.spaces import get_space
+    from optdiv.spaces.candidates import algorithm_codes
 
     space = get_space("autosklearn", task)
     configs = space.sample(200, seed=4)
@@ -150,8 +148,8 @@ def test_algorithm_codes_read_the_algorithm_from_the_encoding(task):
 
 
 def test_live_candidates_restricted_to_one_algorithm():
-    from optdiv.cash.candidates import SpaceCandidates
-    from optdiv.cash.spaces import get_space
+    from optdiv.spaces import get_space
+    from optdiv.spaces.candidates import SpaceCandidates
 
     space = get_space("autosklearn", "classification")
     source = SpaceCandidates(space)

@@ -78,10 +78,10 @@ def stored_library(tmp_path):
     from sklearn.datasets import load_breast_cancer
 
     from optdiv.bench.library import library_dir
-    from optdiv.cash.data import load_dataset, split
-    from optdiv.cash.observation import Observation
-    from optdiv.cash.spaces import get_space
-    from optdiv.cash.store import RunStore
+    from optdiv.data import load_dataset, split
+    from optdiv.evaluation.observation import Observation
+    from optdiv.spaces import get_space
+    from optdiv.storage.files import RunStore
 
     frame = load_breast_cancer(as_frame=True).frame.sample(120, random_state=0).iloc[:, list(range(4)) + [-1]]
     path = tmp_path / "tinybc.csv"

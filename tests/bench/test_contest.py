@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optdiv.cash.baselines.contest import (
-    _holm_rejections,
+from optdiv.strategies.contest import (
+    holm_rejections,
     integer_log,
     round_budget,
     statistical_survivors,
@@ -53,25 +53,23 @@ def test_statistical_contest_drops_clearly_worse_candidates_and_keeps_equal_ones
 
 
 def test_holm_step_down():
-    assert _holm_rejections([0.01, 0.04, 0.03], 0.05) == [0]  # 0.01 <= 0.05/3; 0.03 > 0.05/2 stops
-    assert sorted(_holm_rejections([0.001, 0.02, 0.04], 0.05)) == [0, 1, 2]
+    assert holm_rejections([0.01, 0.04, 0.03], 0.05) == [0]  # 0.01 <= 0.05/3; 0.03 > 0.05/2 stops
+    assert sorted(holm_rejections([0.001, 0.02, 0.04], 0.05)) == [0, 1, 2]
 
 
 class _TenArms:
-    replay = False
-
     def algorithms(self):
         return [f"a{i}" for i in range(10)]
 
 
 def _obs(i, loss):
-    from optdiv.cash.observation import Observation
+    from optdiv.evaluation.observation import Observation
 
     return Observation({"x": i}, "ok", loss, index=i)
 
 
 def test_dacopt_highest_contest_schedule_10_4_2_within_budget():
-    from optdiv.cash.baselines.dacopt import DACOpt
+    from optdiv.strategies.dacopt import DACOpt
 
     dac = DACOpt(space=None, metric="error", seed=0, candidates=_TenArms(), budget=100, b_init=5)
     assert len(dac.groups) == 10
@@ -95,11 +93,9 @@ def test_dacopt_highest_contest_schedule_10_4_2_within_budget():
 
 
 def test_dacopt_statistical_contest_drops_a_clearly_worse_group():
-    from optdiv.cash.baselines.dacopt import DACOpt
+    from optdiv.strategies.dacopt import DACOpt
 
     class _Three:
-        replay = False
-
         def algorithms(self):
             return ["a", "b", "c"]
 
@@ -119,8 +115,8 @@ def test_dacopt_statistical_contest_drops_a_clearly_worse_group():
 
 def test_optdivbo_dac_uses_one_global_pool(cls_library):
     from optdiv.bench.replay import LibraryEvaluator
-    from optdiv.cash.baselines.dacopt import DACOpt
-    from optdiv.cash.candidates import LibraryCandidates
+    from optdiv.spaces.candidates import LibraryCandidates
+    from optdiv.strategies.dacopt import DACOpt
 
     dac = DACOpt(cls_library.space, "error", seed=0, candidates=LibraryCandidates(cls_library), budget=40,
                  inner="optdivbo", b_init=3, max_groups=4, n_trees=10)
@@ -146,7 +142,7 @@ def test_tied_losses_use_the_signed_rank_normal_approximation():
 
     from scipy.stats import rankdata, wilcoxon
 
-    from optdiv.cash.baselines.contest import _wilcoxon_p
+    from optdiv.strategies.contest import wilcoxon_p
 
     a = np.array([0.30, 0.30, 0.25, 0.40, 0.40, 0.35, 0.30, 0.45, 0.30, 0.50, 0.30, 0.40])
     b = np.array([0.30, 0.20, 0.20, 0.30, 0.30, 0.35, 0.20, 0.30, 0.25, 0.30, 0.20, 0.30])
@@ -158,5 +154,5 @@ def test_tied_losses_use_the_signed_rank_normal_approximation():
     var = n * (n + 1) * (2 * n + 1) / 24 - (counts ** 3 - counts).sum() / 48
     z = (min(t_plus, n * (n + 1) / 2 - t_plus) - n * (n + 1) / 4) / sqrt(var)
     expected = 2 * 0.5 * (1 + erf(z / sqrt(2)))
-    assert abs(_wilcoxon_p(a, b, wilcoxon) - expected) < 1e-9
-    assert _wilcoxon_p(a, a.copy(), wilcoxon) == 1.0
+    assert abs(wilcoxon_p(a, b, wilcoxon) - expected) < 1e-9
+    assert wilcoxon_p(a, a.copy(), wilcoxon) == 1.0

@@ -10,8 +10,8 @@ import pytest
 
 from optdiv.bench.library import load_library
 from optdiv.bench.provenance import dataset_digest, environment, library_digest
-from optdiv.cash.data import load_dataset
 from optdiv.cli import main
+from optdiv.data import load_dataset
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +137,7 @@ def test_library_built_on_dask_workers_equals_the_sequential_one(small_csvs, tmp
 @pytest.mark.timeout(300)
 def test_regression_library_records_clipping_and_refuses_to_grow_an_unclipped_one(small_csvs, tmp_path):
     from optdiv.bench.library import REGRESSION_MEMBERS, build_library
-    from optdiv.cash.store import RunStore, RunStoreError
+    from optdiv.storage.files import RunStore, RunStoreError
 
     data = str(small_csvs / "tinydiabetes.csv")
     directory = build_library(data, tmp_path, size=3, time_limit=60)

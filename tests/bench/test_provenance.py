@@ -7,7 +7,7 @@ import pandas as pd
 
 from optdiv.bench import provenance
 from optdiv.bench.provenance import dataset_digest, environment, library_digest, provenance_lines
-from optdiv.cash.data import load_dataset
+from optdiv.data import load_dataset
 
 
 def test_environment_names_python_and_the_installed_versions(monkeypatch):

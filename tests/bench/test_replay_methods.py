@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from optdiv.bench.replay import replay_search
-from optdiv.cash.methods import METHODS
+from optdiv.strategies.methods import METHODS
 
 FAST = {"n_trees": 10}
 BUDGET = 24

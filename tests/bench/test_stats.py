@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optdiv.bench.report import _fmt_cell, algorithm_spread
+from optdiv.bench.report import format_cell, algorithm_spread
 from optdiv.bench.stats import average_ranks, better_same_worse, compare, lower_tie_higher, paired_p
-from optdiv.cash.final_ensemble import Stacker
+from optdiv.final.choice import Stacker
 
 
 def test_average_ranks_by_hand():
@@ -86,13 +86,13 @@ def test_lower_tie_higher_by_hand():
 
 
 def test_cells_print_the_std_at_the_means_decimals():
-    assert _fmt_cell(0.01706, 3.657e-18, "mse") == "0.01706 ± 0.00000"  # float noise reads as 0
-    assert _fmt_cell(1.5, 0.27171, "mse") == "1.500 ± 0.272"
-    assert _fmt_cell(44.0938, 73.28, "mse") == "44.09 ± 73.28"
-    assert _fmt_cell(2181.4, 12.6, "mae") == "2181 ± 13"
-    assert _fmt_cell(0.0, 0.0, "mse") == "0.000 ± 0.000"
-    assert _fmt_cell(43.5612, 0.804, "error") == "43.56 ± 0.80"
-    assert _fmt_cell(float("nan"), 0.0, "mse") == "-"
+    assert format_cell(0.01706, 3.657e-18, "mse") == "0.01706 ± 0.00000"  # float noise reads as 0
+    assert format_cell(1.5, 0.27171, "mse") == "1.500 ± 0.272"
+    assert format_cell(44.0938, 73.28, "mse") == "44.09 ± 73.28"
+    assert format_cell(2181.4, 12.6, "mae") == "2181 ± 13"
+    assert format_cell(0.0, 0.0, "mse") == "0.000 ± 0.000"
+    assert format_cell(43.5612, 0.804, "error") == "43.56 ± 0.80"
+    assert format_cell(float("nan"), 0.0, "mse") == "-"
 
 
 def test_transfer_table_and_validation_test_correlation_by_hand():

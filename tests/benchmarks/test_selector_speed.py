@@ -3,8 +3,8 @@
 Sizes of the standalone engine: 5,000 candidates of 100 encoded dims (values in [0, 1], 30% inactive
 = -1), 2,000 validation rows of binary probabilities, pool size 25, 50 to 500 observations. Each round
 builds a new selector, so the pool, the pairwise diversity and the surrogate fit are all timed (a host
-that calls again with unchanged data skips the fit). Target: median <= 0.7 s at 250 observations on a
-2-core machine, so the engine's whole suggestion stays <= 1 s. Figures come from
+that calls again with unchanged data skips the fit). Target: median <= 0.7 s at 250 observations on two
+cores, so the engine's whole suggestion stays <= 1 s. Figures come from
 ``pytest tests/benchmarks/test_selector_speed.py --benchmark-enable``; without that flag each case runs
 once as a test.
 """

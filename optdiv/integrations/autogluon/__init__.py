@@ -18,7 +18,7 @@ Two entry points, both driven by the core's one ``DiversityAwareSelector``:
   :func:`register_searchers`). AutoGluon reports only a score to a searcher; the searcher reloads each
   finished trial model from disk and reads its validation predictions (bagged: its out-of-fold ones).
 
-Both routes encode configurations with the engine's ``optdiv.cash.encoding.ConfigEncoder`` (the hook's
+Both routes encode configurations with the engine's ``optdiv.spaces.encoding.ConfigEncoder`` (the hook's
 space is a ConfigSpace space; the searcher turns AutoGluon's ``space`` objects into one) and read
 AutoGluon's ``eval_metric`` through the core's metric vocabulary.
 

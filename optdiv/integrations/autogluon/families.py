@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence
 
-from optdiv.cash import cs_compat
-from optdiv.cash.spaces._assembly import selected
-from optdiv.cash.spaces.autogluon_space import OPTIONAL, autogluon_space
 from optdiv.integrations.autogluon.host import MODEL_CLASSES, WRITTEN_FOR, HostVersionError
+from optdiv.spaces import cs_compat
+from optdiv.spaces.assembly import selected
+from optdiv.spaces.autogluon_space import OPTIONAL, autogluon_space
 
 #: AutoGluon model key -> algorithm name in optdiv's AutoGluon space.
 FAMILIES = {

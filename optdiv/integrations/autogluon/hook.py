@@ -14,15 +14,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from optdiv.cash.observation import Observation
-from optdiv.cash.optimizers import Optimizer
-from optdiv.cash.spaces.autogluon_space import autogluon_space
 from optdiv.core.pool_check import check_rows, switch_confidence_cv, switch_confidence_heldout
+from optdiv.evaluation.observation import Observation
 from optdiv.integrations.autogluon.families import (FAMILIES, available_families, family_of, from_hyperparameters,
                                                     model_params, resolve_families, to_hyperparameters)
 from optdiv.integrations.autogluon.host import POST_FIT, check_host
 from optdiv.integrations.autogluon.predictions import (metric_loss, optdiv_metric, predictor_task,
                                                        validation_predictions, validation_targets)
+from optdiv.spaces.autogluon_space import autogluon_space
+from optdiv.strategies.model_based import Optimizer
 
 logger = logging.getLogger(__name__)
 
@@ -283,7 +283,7 @@ def _inventory(predictor, space, y_rows: int) -> Tuple[List[Observation], List[O
         obs = Observation(config=config, status="ok",
                           val_loss=float(predictor.eval_metric.convert_score_to_error(float(score[name]))),
                           fit_seconds=float(fit_time.get(name) or 0.0), val_pred=pred, algorithm=FAMILIES[family])
-        obs.__dict__["model"] = name
+        obs.model_name = name
         (base if int(level.get(name, 1)) <= 1 else stacked).append(obs)
     return base, stacked
 
@@ -355,7 +355,7 @@ def _phase2(predictor, method, keys, n_models, seed, model_time_limit, n_initial
                           val_loss=trial.val_loss if trial.status == "ok" else math.inf,
                           fit_seconds=trial.fit_seconds, val_pred=preds, index=len(stacked) + len(history),
                           algorithm=FAMILIES[family])
-        obs.__dict__["model"] = trial.model
+        obs.model_name = trial.model
         history.append(obs)
         seen.append(_on_rows(predictor, obs, scored, y_val))
         trials.append(trial)
@@ -434,7 +434,7 @@ def _switch_confidence(predictor, new_models, y_val, check, history, seed: int, 
     """How sure the rows of :func:`validation_targets` are that ensembling the predictor's models beats phase 1's:
     :func:`switch_confidence_heldout` on the ``check`` rows, or :func:`switch_confidence_cv` over all rows when
     there are none; with the predictions the search stored (the others read from AutoGluon)."""
-    stored = {obs.__dict__.get("model"): obs.val_pred for obs in history if obs.val_pred is not None}
+    stored = {obs.model_name: obs.val_pred for obs in history if obs.val_pred is not None}
     models = list(predictor.model_names(stack_name="core"))
     stored.update(validation_predictions(predictor, [m for m in models if m not in stored]))
     models = [m for m in models if stored.get(m) is not None and np.all(np.isfinite(stored[m]))

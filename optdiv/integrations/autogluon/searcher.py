@@ -12,13 +12,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from optdiv.cash import cs_compat
-from optdiv.cash.encoding import ConfigEncoder
 from optdiv.core.pending import pick_with_pending
 from optdiv.core.selector import DiversityAwareSelector
 from optdiv.core.surrogates import ProbabilisticRandomForest, expected_improvement
 from optdiv.integrations.autogluon.host import WRITTEN_FOR, HostVersionError, check_host
 from optdiv.integrations.autogluon.predictions import loss_for, task_of_problem
+from optdiv.spaces import cs_compat
+from optdiv.spaces.encoding import ConfigEncoder
 
 logger = logging.getLogger(__name__)
 

@@ -164,7 +164,7 @@ def maximizer_class() -> type:
     from smac.optimizer.ei_optimization import LocalAndSortedRandomSearch
     from smac.tae import StatusType
 
-    from optdiv.cash.encoding import ConfigEncoder
+    from optdiv.spaces.encoding import ConfigEncoder
 
     class OptDivLocalAndSortedRandomSearch(LocalAndSortedRandomSearch):
         """SMAC's default maximiser, whose candidate list is re-ordered by the diversity-aware selector.

@@ -19,11 +19,11 @@ from openbox.core.generic_advisor import Advisor
 from openbox.core.sync_batch_advisor import SyncBatchAdvisor
 from openbox.utils.constants import FAILED, SUCCESS
 
-from optdiv.cash.encoding import ConfigEncoder
 from optdiv.core.metric_vocabulary import TASKS, resolve_host, task_of
 from optdiv.core.pending import pick_with_pending
 from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector
 from optdiv.integrations.openbox.host import BATCH_STRATEGIES, changed_host_error, check_host
+from optdiv.spaces.encoding import ConfigEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ SAVE_FORMAT = 1
 
 def encode_configurations(configs: Sequence, config_space) -> np.ndarray:
     """``(count, dims)`` float64 in the core's convention: values in [0, 1], inactive -1
-    (:class:`optdiv.cash.encoding.ConfigEncoder`, columns in the space's order)."""
+    (:class:`optdiv.spaces.encoding.ConfigEncoder`, columns in the space's order)."""
     encoder = ConfigEncoder(config_space)
     return encoder.encode_vectors(encoder.vectors(list(configs)))
 

@@ -27,7 +27,7 @@ class EnsembleMembers(NamedTuple):
 
 
 class _Run(NamedTuple):
-    """The fields of a run that ``optdiv.cash.final_ensemble.choose_members`` reads."""
+    """The fields of a run that ``optdiv.final.choice.choose_members`` reads."""
 
     status: str
     val_pred: Optional[np.ndarray]
@@ -48,7 +48,7 @@ def final_ensemble(
     ``"agnostic_bayes"`` (posterior probability of being the best model). ``y_val`` is needed only when
     the advisor was built without it (option off).
     """
-    from optdiv.cash.final_ensemble import choose_members
+    from optdiv.final.choice import choose_members
 
     if not isinstance(advisor, OptDivAdvisor):
         raise TypeError(f"final_ensemble needs an OptDivAdvisor; got {type(advisor).__name__}")

@@ -85,13 +85,13 @@ def test_hook_starts_from_autogluons_own_fit_spends_the_budget_and_saves(tmp_pat
     assert {t.family for t in search.trials} <= set(FAST)
 
     # the suggestions' history starts with phase 1's models and their validation predictions
-    first = [obs.__dict__["model"] for obs in search.history[:4]]
+    first = [obs.model_name for obs in search.history[:4]]
     assert sorted(first) == sorted(["RandomForestGini", "RandomForestEntr", "ExtraTreesGini", "ExtraTreesEntr"])
     again = predictor.predict_proba_multi(models=first + search.models, as_pandas=False, inverse_transform=False)
     for obs in search.history:
         if obs.status == "ok":
             assert obs.val_pred.shape == (len(val), 2)
-            np.testing.assert_allclose(obs.val_pred, again[obs.__dict__["model"]], atol=1e-6)
+            np.testing.assert_allclose(obs.val_pred, again[obs.model_name], atol=1e-6)
             assert obs.val_loss == pytest.approx(np.mean(obs.val_pred.argmax(1) != search.y_val))
             assert oag.metric_loss(predictor, obs.val_pred, search.y_val) == pytest.approx(obs.val_loss)
     assert any(t.info.get("strategy") == "optdivbo" and t.info.get("weight", 0) > 0 for t in search.trials)
@@ -136,7 +136,7 @@ def test_bagged_and_stacked_hook_measures_diversity_out_of_fold(tmp_path):
     assert search.y_val.shape == (len(train),)
     levels = predictor.leaderboard().set_index("model")["stack_level"]
     assert {"LinearModel_BAG_L1", "KNeighbors_BAG_L1", "LinearModel_BAG_L2"} <= set(search.phase1_models)
-    in_history = [obs.__dict__["model"] for obs in search.history]
+    in_history = [obs.model_name for obs in search.history]
     assert "LinearModel_BAG_L2" in in_history  # the stacker's predictions count for the diversity as well
     ok = [t for t in search.trials if t.status == "ok"]
     assert len(ok) >= 3, search.trials_frame()

@@ -127,8 +127,8 @@ def test_searcher_encodes_with_the_engines_config_encoder():
     """AutoGluon's space becomes a ConfigSpace space; the engine's ConfigEncoder does the [0, 1] encoding."""
     from autogluon.common import space
 
-    from optdiv.cash.encoding import ConfigEncoder
     from optdiv.integrations import autogluon as oag
+    from optdiv.spaces.encoding import ConfigEncoder
 
     ss = {"lr": space.Real(1e-3, 1e-1, default=1e-2, log=True), "depth": space.Int(2, 10, default=4),
           "kind": space.Categorical("a", "b", "c"), "flag": space.Bool(), "fixed": 7}

@@ -1,0 +1,412 @@
+"""Fit one configuration under a wall-time limit and record what happened, never raising.
+
+The fit runs in a persistent worker process (:mod:`optdiv.evaluation.worker`, which describes the process model
+and how limits and deaths are handled) doing :func:`optdiv.evaluation.fitting.fit_predict`; the result becomes an
+:class:`~optdiv.evaluation.observation.Observation`.
+
+Failures
+--------
+Exceptions (with a traceback tail), timeouts, worker crashes and NaN/inf predictions all become an
+:class:`Observation` with ``status`` ``"failed"`` or ``"timeout"``, no predictions, ``test_loss=None``
+and ``val_loss = worst_loss(metric)`` (optimisers impute timeouts differently, see
+:func:`optdiv.strategies.base.imputed_loss`): a finite, JSON-friendly value no real model scores worse than:
+``error`` 1.0, ``brier`` 2.0, ``log_loss`` ``-log(1e-15)`` (about 34.54, the loss of probability 0 on
+the true class after the clipping in :mod:`optdiv.core.metrics`), and ``1e30`` for the unbounded
+regression losses ``mse`` / ``mae``.
+
+:meth:`Evaluator.settings` gives back the constructor's arguments, so a Dask worker (optdiv.execution.dask_runner)
+builds an evaluator that evaluates as the engine's would, whatever options that one was given
+(:meth:`Evaluator.worker_recipe`, the runners' interface of :mod:`optdiv.evaluation.interface`).
+
+Builders must be picklable by reference (top-level functions of an importable module), because the
+worker imports them; the constructor checks this and raises ``TypeError`` early. With ``spawn``, a
+script that uses the evaluator needs the usual ``if __name__ == "__main__":`` guard.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import pickle
+import time
+import weakref
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+
+from optdiv.core.metric_vocabulary import resolve
+from optdiv.core.metrics import mean_loss
+from optdiv.evaluation.fault_plan import FaultPlan
+from optdiv.evaluation.faults import FaultInjectingEvaluator
+from optdiv.evaluation.fitting import MAX_ERROR_CHARS, error_text, fit_predict, n_folds
+from optdiv.evaluation.interface import EvaluatorInterface, WorkerRecipe
+from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
+from optdiv.evaluation.pipelines import pipeline_path, splits_digest
+from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, shutdown
+
+
+class Evaluator(EvaluatorInterface):
+    """Evaluate configurations on fixed splits, each fit in a worker process under ``time_limit`` seconds.
+
+    With cross-validation splits (``folds`` set) ``time_limit`` bounds each fold's fit, so one evaluation may
+    take up to ``n_folds(splits) * time_limit`` seconds; a timeout after some folds keeps their loss as
+    ``partial_loss``.
+
+    ``build(config, seed)`` returns an unfitted scikit-learn estimator; it must be a top-level function
+    of an importable module. ``metric`` is ``error``, ``log_loss`` or ``brier`` for classification and
+    ``mse`` or ``mae`` for regression, or an alias of one (:func:`optdiv.core.metric_vocabulary.resolve`;
+    ``metric`` then holds the loss's own name). ``n_classes`` defaults to one more than the
+    largest class index in the splits. ``memory_limit_mb`` caps the worker's address space
+    (``RLIMIT_AS``, Linux/macOS only; it also counts the data and thread stacks, so leave headroom).
+    ``pipelines_dir``: a folder where each successful holdout fit is saved (:meth:`saved_path` says where),
+    so the final model can load its members instead of refitting them; with ``bag_folds``, a cross-validated
+    evaluation's fold pipelines are saved too, as one averaging model (:class:`~optdiv.evaluation.fitting.FoldBag`).
+
+    Not thread-safe: use one evaluator per thread. Call :meth:`close` (or use ``with``) to end the
+    worker early; otherwise it ends when the evaluator is garbage-collected or at interpreter exit.
+    """
+
+    takes_time_limit = True
+
+    def __init__(
+        self,
+        build: Callable[[dict, int], Any],
+        splits,
+        task: str,
+        metric: str,
+        n_classes: Optional[int] = None,
+        time_limit: float = 120.0,
+        seed: int = 0,
+        memory_limit_mb: Optional[int] = None,
+        in_process: bool = False,
+        start_method: str = "spawn",
+        threads: Optional[int] = 1,
+        pipelines_dir=None,
+        bag_folds: bool = False,
+    ):
+        if task not in ("classification", "regression"):
+            raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}")
+        self.metric = resolve(metric, task).name
+        if not (time_limit > 0):
+            raise ValueError(f"time_limit must be positive; got {time_limit}")
+        if task == "classification" and n_classes is None:
+            ys = [np.asarray(y) for y in (splits.y_train, splits.y_val, splits.y_test) if y is not None]
+            n_classes = int(max(int(y.max()) for y in ys if y.size)) + 1
+        if not in_process:
+            try:
+                pickle.dumps(build)
+            except Exception as exc:
+                raise TypeError(
+                    f"build must be picklable by reference (a top-level function of an importable module) "
+                    f"to run in a worker process: {exc}"
+                ) from None
+        self.build = build
+        self.splits = splits
+        self.task = task
+        self.n_classes = n_classes
+        self.time_limit = float(time_limit)
+        self.seed = int(seed)
+        self.memory_limit_mb = memory_limit_mb
+        self.in_process = in_process
+        self.start_method = start_method
+        self.threads = threads  # per-evaluation cap of OpenMP/BLAS threads; None keeps library defaults
+        self.pipelines_dir = pipelines_dir  # where fitted pipelines are saved (optdiv.evaluation.pipelines)
+        self.bag_folds = bool(bag_folds)  # under cross-validation, save each evaluation's fold pipelines as one bag
+        self._rows_digest: Optional[str] = None
+        self.worker_starts = 0  # how many worker processes were started (restarts included)
+        self.last_start_seconds = 0.0  # of the last evaluate call, the seconds spent starting a worker
+        self._holder: list = [None]
+        self._task_counter = 0
+        self._finalizer = weakref.finalize(self, shutdown, self._holder)
+
+    # -- public -------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the worker now (otherwise the first :meth:`evaluate` does); a no-op in process."""
+        if not self.in_process:
+            self._ensure_worker()
+
+    def spawn(self) -> None:
+        """Start the worker process without waiting for it to be ready: its start-up (interpreter, imports, the
+        rows) then runs beside the caller's work, and the first call that needs it waits only for what is left."""
+        if self.in_process or self._holder[0] is not None:
+            return
+        ctx = multiprocessing.get_context(self.start_method)
+        self._holder[0] = Worker(ctx, (self.build, self.splits, self.task, self.n_classes, self.seed,
+                                       self.memory_limit_mb), self.threads)
+        self.worker_starts += 1
+
+    def settings(self) -> Dict[str, Any]:
+        """The constructor's arguments except ``splits``: ``Evaluator(splits=splits, **settings())`` evaluates as
+        this one does. A Dask worker builds its evaluators from them (the splits travel separately), so an option
+        given here reaches every worker. ``build`` is the current one, which fault injection may have wrapped."""
+        return {"build": self.build, "task": self.task, "metric": self.metric, "n_classes": self.n_classes,
+                "time_limit": self.time_limit, "seed": self.seed, "memory_limit_mb": self.memory_limit_mb,
+                "in_process": self.in_process, "start_method": self.start_method, "threads": self.threads,
+                "pipelines_dir": self.pipelines_dir, "bag_folds": self.bag_folds}
+
+    def worker_recipe(self) -> WorkerRecipe:
+        """What a Dask worker needs to evaluate as this evaluator does: :meth:`settings` and the splits."""
+        return WorkerRecipe(self.settings(), self.splits)
+
+    def with_faults(self, plan: FaultPlan) -> FaultInjectingEvaluator:
+        """This evaluator sending each evaluation its planned fault; only before its worker starts (the wrapped
+        build must reach the worker)."""
+        return FaultInjectingEvaluator(self, plan)
+
+    @property
+    def started(self) -> bool:
+        """Whether a worker process was started and not ended since."""
+        return self._holder[0] is not None
+
+    def close(self) -> None:
+        """End the worker process, if any. The evaluator stays usable: a later evaluate restarts it."""
+        shutdown(self._holder)
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def evaluate(self, config: dict, index: int, time_limit: Optional[float] = None) -> Observation:
+        """Fit ``config`` and return its :class:`Observation`; never raises for a failing model.
+
+        ``time_limit``: the most seconds this call may take, worker start-up included (the run's deadline);
+        when it is below the evaluator's own limit and ends the evaluation, the status is :data:`DEADLINE`.
+        In process there is no limit to enforce.
+
+        Raises RuntimeError when called while this process is itself being spawned (a script without an
+        ``if __name__ == "__main__"`` guard, re-run by a worker's start-up): every evaluation would fail, and a
+        store would fill with failures instead of the script stopping."""
+        if getattr(multiprocessing.current_process(), "_inheriting", False):
+            raise RuntimeError("optdiv evaluated a configuration while this process was being started by "
+                               "multiprocessing: guard the script's entry point with if __name__ == '__main__':")
+        config = dict(config)
+        started = time.perf_counter()
+        self.last_start_seconds = 0.0
+        try:
+            if self.in_process:
+                result = fit_predict(self.build, self.splits, self.task, self.n_classes, self.seed, config,
+                                      save_to=self._save_to(index))
+                return self._observation(config, index, result)
+            return self._evaluate_in_worker(config, index, time_limit)
+        except Exception as exc:  # a failure of the machinery itself: still an observation, never a raise
+            if not self.in_process:
+                self.close()
+            return self._failed(config, index, "failed", "evaluator error: " + error_text(exc),
+                                time.perf_counter() - started)
+
+    def fit_and_save(self, config: dict, index: int, time_limit: Optional[float] = None) -> Optional[str]:
+        """Fit ``config`` on the training rows and save the pipeline where :meth:`saved_path` says, in the worker
+        and stopped after ``time_limit`` seconds (worker start-up included): a final model's refit, which has no
+        rows to be scored on. None when it was saved, else what went wrong."""
+        if self.saved_path(index) is None:
+            return "no folder to save the fitted pipeline in (pipelines_dir)"
+        cut = time.perf_counter() + (self.time_limit if time_limit is None else max(float(time_limit), 0.0))
+        if self.in_process:
+            result = fit_predict(self.build, self.splits, self.task, self.n_classes, self.seed, dict(config),
+                                 save_to=self._save_to(index))
+        else:
+            problem = self._ensure_worker(cut - time.perf_counter())
+            if problem is not None:
+                return problem
+            worker = self._holder[0]
+            self._task_counter += 1
+            try:
+                worker.busy = True
+                worker.conn.send((self._task_counter, dict(config), self._save_to(index)))
+            except Exception as exc:
+                self.close()
+                return "could not send the configuration to the worker: " + error_text(exc)
+            kind, payload = worker.receive(max(cut - time.perf_counter(), 0.0))
+            if kind != "msg":
+                self.close()
+                return ("stopped at the deadline" if kind == "timeout" else
+                        describe_exit(payload) if kind == "dead" else "unreadable result from the worker")
+            result = payload[1]
+        if not result.get("ok"):
+            return (result.get("error") or "unknown error")[:MAX_ERROR_CHARS]
+        return None if result.get("saved") else "the fitted pipeline could not be saved"
+
+    @property
+    def rows_digest(self) -> Optional[str]:
+        """Digest of the rows (and folds) saved pipelines are fitted on (optdiv.evaluation.pipelines); None when none
+        are saved: no ``pipelines_dir``, or cross-validation without ``bag_folds`` (its fold pipelines each miss a
+        fold of the rows, so alone none of them is the model that was scored)."""
+        folds = getattr(self.splits, "folds", None)
+        if self.pipelines_dir is None or (folds is not None and not self.bag_folds):
+            return None
+        if self._rows_digest is None:
+            self._rows_digest = splits_digest(self.splits.X_train, self.splits.y_train, folds)
+        return self._rows_digest
+
+    def saved_path(self, index: int):
+        """Where evaluation ``index``'s fitted pipeline is saved, or None when pipelines are not saved."""
+        digest = self.rows_digest
+        return None if digest is None else pipeline_path(self.pipelines_dir, digest, index)
+
+    # -- internals ----------------------------------------------------------------------------------
+
+    def _save_to(self, index: int) -> Optional[str]:
+        path = self.saved_path(index)
+        return None if path is None else str(path)
+
+    def _ensure_worker(self, timeout: float = START_TIMEOUT) -> Optional[str]:
+        """Start a worker when none is alive, waiting at most ``timeout`` seconds for it; returns an error text
+        when it cannot be started."""
+        worker = self._holder[0]
+        if worker is not None and worker.ready and worker.alive():
+            return None
+        began = time.perf_counter()
+        try:
+            if worker is None or worker.ready:  # none, or one that died: start a new one
+                self.close()
+                self.spawn()
+            return self._await_ready(timeout)
+        finally:
+            self.last_start_seconds = time.perf_counter() - began
+
+    def _await_ready(self, timeout: float) -> Optional[str]:
+        worker = self._holder[0]
+        kind, payload = worker.receive(min(START_TIMEOUT, max(timeout, 0.0)))
+        if kind == "msg" and isinstance(payload, tuple) and payload and payload[0] == "ready":
+            worker.ready = True
+            return None
+        self.close()
+        if kind == "timeout":
+            return f"worker process did not start within {min(START_TIMEOUT, max(timeout, 0.0)):.0f} s"
+        if kind == "dead":
+            return (f"{describe_exit(payload)} while starting (is the build function importable, and is the "
+                    f"main script guarded by if __name__ == '__main__'?)")
+        return f"worker process sent an unexpected first message: {payload!r}"[:MAX_ERROR_CHARS]
+
+    def _evaluate_in_worker(self, config: dict, index: int, time_limit: Optional[float] = None) -> Observation:
+        called = time.perf_counter()
+        cut = None if time_limit is None else called + max(float(time_limit), 0.0)  # the caller's deadline
+        problem = self._ensure_worker(START_TIMEOUT if cut is None else cut - time.perf_counter())
+        if problem is not None:
+            if cut is not None and time.perf_counter() >= cut:
+                return self._cut_at_deadline(config, index, time.perf_counter() - called)
+            return self._failed(config, index, "failed", problem, 0.0)
+        worker = self._holder[0]
+        self._task_counter += 1
+        task_id = self._task_counter
+        sent = time.perf_counter()
+        try:
+            worker.busy = True
+            worker.conn.send((task_id, config, self._save_to(index)))
+        except Exception as exc:  # unpicklable config, or a worker that just died
+            self.close()
+            return self._failed(config, index, "failed", "could not send the configuration to the worker: "
+                                + error_text(exc), 0.0)
+        folds = _FoldProgress(self.splits)
+        while True:  # each fold's progress message starts the next fold's time limit
+            limit = self.time_limit if cut is None else min(self.time_limit, cut - time.perf_counter())
+            kind, payload = worker.receive(limit)
+            if not (kind == "msg" and folds.take(payload, task_id)):
+                break
+            worker.busy = True  # the answer is still to come
+        waited = time.perf_counter() - sent
+        if kind == "timeout":
+            self.close()
+            if limit < self.time_limit:
+                return self._cut_at_deadline(config, index, time.perf_counter() - called)
+            return self._timed_out(config, index, folds, waited)
+        if kind == "dead":
+            self.close()
+            return self._failed(config, index, "failed", describe_exit(payload) + " during the evaluation", waited)
+        if kind == "bad":
+            self.close()
+            return self._failed(config, index, "failed", "unreadable result from the worker: " + payload, waited)
+        got_id, result = payload
+        if got_id != task_id:
+            self.close()
+            return self._failed(config, index, "failed", f"worker answered task {got_id} for task {task_id}", waited)
+        if result.get("restart"):
+            self.close()
+        return self._observation(config, index, result)
+
+    def _timed_out(self, config, index, folds: "_FoldProgress", seconds: float) -> Observation:
+        """A timeout; under cross-validation it keeps the finished folds' loss (a censored observation)."""
+        if folds.total == 1:
+            return self._failed(config, index, "timeout",
+                                f"exceeded the time limit of {self.time_limit:g} s (worker ended)", seconds)
+        obs = self._failed(config, index, "timeout",
+                           f"fold {len(folds.done) + 1} of {folds.total} exceeded the time limit of "
+                           f"{self.time_limit:g} s per fold (worker ended; {len(folds.done)} folds finished)", seconds)
+        obs.folds_done, obs.folds_total = len(folds.done), folds.total
+        obs.partial_loss = folds.loss(self.splits.y_val, self.metric)
+        return obs
+
+    def _cut_at_deadline(self, config, index, seconds) -> Observation:
+        return self._failed(config, index, DEADLINE, f"stopped at the run's deadline after {seconds:.1f} s, before "
+                            f"its own time limit of {self.time_limit:g} s (not a failure of the configuration)",
+                            seconds)
+
+    def _failed(self, config, index, status, error, seconds, measures: Optional[dict] = None) -> Observation:
+        """A failure keeps what was measured before it happened (``fit_seconds``: the time it took or waited)."""
+        return Observation(
+            config=config, status=status, val_loss=WORST_LOSS[self.metric], test_loss=None,
+            fit_seconds=float(seconds), error=error, index=int(index), algorithm=algorithm_of(config),
+            measures=_measures(measures, seconds),
+        )
+
+    def _observation(self, config: dict, index: int, result: dict) -> Observation:
+        seconds = float(result.get("seconds", 0.0))
+        measured = result.get("measures")
+        if not result.get("ok"):
+            return self._failed(config, index, "failed", result.get("error") or "unknown error", seconds, measured)
+        val, test = result["val_pred"], result["test_pred"]
+        for name, arr in (("validation", val), ("test", test)):
+            if arr is not None and not np.all(np.isfinite(arr)):
+                return self._failed(config, index, "failed", f"{name} predictions contain NaN or inf values", seconds,
+                                    measured)
+        algorithm = algorithm_of(config) or str(result.get("model", ""))
+        val_loss = float(mean_loss(val, self.splits.y_val, self.metric))
+        test_loss = None
+        if test is not None and self.splits.y_test is not None:
+            test_loss = float(mean_loss(test, self.splits.y_test, self.metric))
+        if not math.isfinite(val_loss):
+            return self._failed(config, index, "failed", f"validation {self.metric} is not finite", seconds,
+                                measured)
+        return Observation(
+            config=config, status="ok", val_loss=val_loss, test_loss=test_loss, fit_seconds=seconds, error=None,
+            val_pred=val, test_pred=test, index=int(index), algorithm=algorithm, measures=_measures(measured, seconds),
+        )
+
+
+class _FoldProgress:
+    """The parent's record of a cross-validation evaluation's finished folds and their out-of-fold predictions."""
+
+    def __init__(self, splits):
+        self.folds = getattr(splits, "folds", None)
+        self.total = n_folds(splits)
+        self.done: Dict[int, np.ndarray] = {}
+
+    def take(self, payload, task_id: int) -> bool:
+        """Record ``payload`` if it is a progress message of ``task_id``; False for anything else (the answer)."""
+        got_id, result = payload if isinstance(payload, tuple) and len(payload) == 2 else (None, None)
+        if got_id != task_id or not isinstance(result, dict) or not result.get("progress"):
+            return False
+        self.done[int(result["fold"])] = np.asarray(result["val_part"])
+        return True
+
+    def loss(self, y_val, metric: str) -> Optional[float]:
+        """Loss of the finished folds' out-of-fold predictions on their rows; None without a finite one."""
+        if not self.done or self.folds is None:
+            return None
+        folds = np.asarray(self.folds).reshape(-1)
+        rows = [np.flatnonzero(folds == fold) for fold in self.done]
+        pred = np.concatenate([self.done[fold] for fold in self.done])
+        if not np.all(np.isfinite(pred)):
+            return None
+        loss = float(mean_loss(pred, np.asarray(y_val)[np.concatenate(rows)], metric))
+        return loss if math.isfinite(loss) else None
+
+
+def _measures(measured: Optional[dict], seconds: float) -> Dict[str, float]:
+    """The observation's measures: what the worker timed plus ``fit_seconds``, finite floats only."""
+    out = {str(k): float(v) for k, v in (measured or {}).items() if v is not None and math.isfinite(float(v))}
+    out["fit_seconds"] = float(seconds)
+    return out

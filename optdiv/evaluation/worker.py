@@ -1,0 +1,250 @@
+"""The persistent worker process that fits configurations for an :class:`~optdiv.evaluation.evaluator.Evaluator`.
+
+Process model
+-------------
+Fits run in **one persistent worker process** started with the ``spawn`` context (``fork`` can deadlock
+when the parent already runs OpenMP / BLAS thread pools, e.g. after LightGBM; ``forkserver`` may be
+chosen with ``start_method``). The worker receives the data splits once, when it starts, and then
+serves evaluations one after another over a :func:`multiprocessing.Pipe`: the parent sends
+``(task id, config)``, the worker builds ``Pipeline([("prep", make_preprocessor(X_train)), ("model",
+build(config, seed))])``, fits it on the training rows, predicts validation and test rows and sends
+the float32 predictions back. With cross-validation splits (``splits.folds`` set, see
+:func:`optdiv.data.cross_validation_view`) it fits one pipeline per fold instead, sends a progress
+message with the fold's out-of-fold predictions after each fold, and finally the whole out-of-fold
+validation prediction and the fold-averaged test prediction.
+
+The parent enforces the time limit by waiting on the pipe and on the worker's sentinel together. Under
+cross-validation the limit is per fold: each progress message starts the next fold's limit, so a K-fold
+evaluation may take up to K times the limit in all (a model that fits in time on a holdout split fits in
+time on each fold, which is about as large). When the limit passes it ends the worker (``terminate``, then ``kill`` after a grace period), reaps it and
+records a ``"timeout"``; a cross-validation evaluation that timed out after some folds finished keeps the
+loss of those folds' out-of-fold predictions as ``partial_loss`` (a censored observation, see
+:class:`Observation`); when the worker dies (non-zero exit, a signal such as SIGSEGV, the kernel's
+OOM killer) it records a ``"failed"`` observation with the exit code or signal. Either way the next
+evaluation starts a fresh worker. Worker start-up (interpreter, imports, receiving the splits, about
+1-2 s) is not charged to the evaluation's limit; the limit covers building, fitting and predicting.
+
+Under a time budget the engine passes ``evaluate(..., time_limit=SECONDS)``: the most this one call may
+take, worker start-up included. When that cut (not the configuration's own ``time_limit``) ends it, the
+observation's status is :data:`DEADLINE`: the run ran out of time, which says nothing about the
+configuration, so the engine discards it instead of storing a failure.
+
+With ``pipelines_dir`` the worker also saves every successful holdout fit there (joblib, see
+:mod:`optdiv.evaluation.pipelines`), so the final model needs no refit; the save is inside the limit.
+
+A worker is reused while it stays healthy, so an evaluation costs one pipe round trip of the config
+and the predictions (around a millisecond on small data) on top of the fit itself, instead of a
+process start (about a second with numpy/pandas/scikit-learn imports). A ``MemoryError`` is recorded
+as a failure and the worker is replaced, since its heap may be in a poor state.
+
+``in_process=True`` runs everything in the calling process with no limit, for debugging.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing.util  # noqa: F401  (so our atexit hook runs before its child-joining one)
+import os
+import signal
+import time
+from contextlib import contextmanager
+from multiprocessing.connection import wait
+from typing import Optional
+
+import numpy as np
+
+from optdiv.evaluation.fitting import error_text, fit_predict
+
+#: Seconds a worker may take to start (imports and receiving the splits) before it is given up.
+START_TIMEOUT = 120.0
+
+#: Seconds between ``terminate`` and ``kill`` when ending a worker.
+KILL_GRACE = 2.0
+
+
+def _set_memory_limit(megabytes: int) -> None:
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return
+    limit = int(megabytes) * 1024 * 1024
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _worker_main(conn) -> None:
+    """Worker loop: take the data, announce readiness, then serve ``(task id, config)`` until told to stop or
+    orphaned."""
+    try:
+        try:
+            build, splits, task, n_classes, seed, memory_limit_mb = conn.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return
+        if memory_limit_mb:
+            _set_memory_limit(memory_limit_mb)
+        conn.send(("ready", os.getpid()))
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):  # the parent is gone
+                return
+            if msg is None:
+                return
+            task_id, config, save_to = msg
+
+            def report_fold(fold: int, part: np.ndarray, task_id=task_id) -> None:
+                conn.send((task_id, {"progress": True, "fold": fold, "val_part": part}))
+
+            result = fit_predict(build, splits, task, n_classes, seed, config, on_fold=report_fold,
+                                  save_to=save_to)
+            try:
+                conn.send((task_id, result))
+            except (EOFError, OSError, BrokenPipeError):
+                return
+            except Exception as exc:  # the result would not pickle
+                conn.send((task_id, {"ok": False, "error": "could not send the result back: " + error_text(exc),
+                                     "seconds": result.get("seconds", 0.0), "measures": result.get("measures", {})}))
+            if result.get("restart"):
+                return
+    finally:
+        conn.close()
+
+
+def describe_exit(code: Optional[int]) -> str:
+    if code is None:
+        return "worker process stopped responding"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (possibly killed for using too much memory)" if -code == getattr(signal, "SIGKILL", 9) else ""
+        return f"worker process was killed by {name}{hint}"
+    return f"worker process exited with code {code}"
+
+
+def _stop_process(proc, conn) -> None:
+    """End a worker: polite stop request if idle, then terminate, then kill; always reaps it."""
+    try:
+        if conn is not None:
+            conn.close()
+    except OSError:
+        pass
+    if proc is None:
+        return
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(KILL_GRACE)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(KILL_GRACE)
+    if proc.exitcode is not None and hasattr(proc, "close"):
+        proc.close()
+
+
+#: Workers alive in this process; ended by an atexit hook registered after multiprocessing's own, so it runs
+#: first (multiprocessing joins non-daemon children at exit, which would wait on an idle worker forever).
+_LIVE_WORKERS: "set[Worker]" = set()
+
+
+#: Environment variables that cap the thread pools of OpenMP (LightGBM, HistGradientBoosting) and BLAS.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+@contextmanager
+def thread_limit_environment(threads: Optional[int]):
+    """Set the thread caps while a worker is spawned: it reads them when its libraries load.
+
+    Oversubscribed OpenMP pools (one fit's threads fighting the parent or another worker for the same
+    cores) slowed single fits by 10-50x where cores were few and shared, so evaluations default to one thread.
+    """
+    if not threads:
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    os.environ.update({name: str(int(threads)) for name in THREAD_VARIABLES})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class Worker:
+    """One worker process and the parent's end of its pipe.
+
+    Not a daemon process: daemonic processes may not start children, which would silently turn
+    ``n_jobs`` of joblib-based models into 1.
+    """
+
+    def __init__(self, ctx, args, threads: Optional[int] = None):
+        parent_conn, child_conn = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child_conn,), name="optdiv-evaluator")
+        with thread_limit_environment(threads):
+            self.proc.start()
+        _LIVE_WORKERS.add(self)
+        child_conn.close()  # so the parent sees EOF when the worker dies
+        self.conn = parent_conn
+        self.ready = False
+        self.busy = False  # a task was sent and its answer not yet received
+        # The data go over the pipe, not in the start payload: a spawned child that dies before reading a start
+        # payload larger than the OS pipe buffer (an unguarded main script) would block start() forever.
+        try:
+            parent_conn.send(args)
+        except (BrokenPipeError, EOFError, OSError):
+            pass  # the worker died while starting; receive() reports it
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.is_alive()
+
+    def receive(self, timeout: float):
+        """Next message, or ``("timeout", None)`` / ``("dead", exitcode)``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout", None
+            ready = wait([self.conn, self.proc.sentinel], timeout=left)
+            if not ready:
+                return "timeout", None
+            if self.conn in ready:
+                try:
+                    msg = self.conn.recv()
+                    self.busy = False
+                    return "msg", msg
+                except (EOFError, OSError):
+                    pass
+                except Exception as exc:  # a message that cannot be unpickled here
+                    return "bad", error_text(exc)
+            # the sentinel fired, or the pipe reached EOF: the worker has died
+            self.proc.join(KILL_GRACE)
+            return "dead", self.proc.exitcode
+
+    def stop(self) -> None:
+        _LIVE_WORKERS.discard(self)
+        proc, conn, self.proc, self.conn = self.proc, self.conn, None, None
+        if proc is not None and conn is not None and not self.busy and proc.is_alive():
+            try:
+                conn.send(None)  # idle worker: ask it to leave on its own
+                proc.join(0.5)
+            except (OSError, EOFError):
+                pass
+        _stop_process(proc, conn)
+
+
+def shutdown(holder: list) -> None:
+    if holder and holder[0] is not None:
+        worker, holder[0] = holder[0], None
+        worker.stop()
+
+
+@atexit.register
+def _stop_all_workers() -> None:
+    for worker in list(_LIVE_WORKERS):
+        worker.stop()
+

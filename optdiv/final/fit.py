@@ -1,0 +1,234 @@
+"""Fitting the chosen members into the final model after the search: loaded where the evaluator saved them,
+refitted on train+validation where asked and where the time budget allows, heaviest weight first.
+
+The search keeps back the predicted time of this step (optdiv.final.reserve); here the deadline is kept as the
+members are fitted: a refit predicted not to fit is skipped (the member stays fitted on train), one that overruns
+in its worker process is stopped there, and a member whose fit fails is left out with the weights rescaled.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from optdiv.budget import FINISH_SECONDS, Deadline
+from optdiv.data import Splits
+from optdiv.evaluation.evaluator import Evaluator
+from optdiv.evaluation.fitting import build_pipeline
+from optdiv.evaluation.pipelines import SavedPipelines, splits_digest
+from optdiv.final.model import EnsembleModel
+
+if TYPE_CHECKING:  # the engine's result, which fit_model completes; the engine imports this module, not back
+    from optdiv.engine.result import SearchResult
+
+#: A member's refit in this process is predicted from its evaluation's fit time scaled by the rows, times this:
+#: some models cost more than linearly in the rows (kernel machines, neighbour searches), the machine may be busier
+#: than when the member was evaluated, and a refit in this process that overruns the time budget cannot be taken
+#: back.
+REFIT_SAFETY = 1.5
+#: The same factor for refits run in a worker process under the deadline (every refit under a time budget): a
+#: refit that overruns is cut there and its member keeps its fit on the training rows, so the expected cost is
+#: reserved and the time budget is used instead of being kept back for the worst case.
+WORKER_REFIT_SAFETY = 1.0
+#: Seconds reserved for starting the refit worker process (interpreter, imports, the rows).
+REFIT_WORKER_START = 3.0
+
+
+def fit_model(result: SearchResult, space, splits: Splits, task, classes, columns, seed, refit=False,
+              deadline: Optional[Deadline] = None) -> EnsembleModel:
+    """The chosen members (fitted on train, or train+validation with ``refit``) as one predictor.
+
+    A member the evaluator saved for the same rows (``result.pipelines``) is loaded, not refitted: a holdout
+    fit, or under cross-validation the member's fold pipelines averaged (``fold_models="bagged"``). The others
+    (an older run without saved pipelines, cross-validation without fold bags, a pruned one) are refitted. Under a
+    ``deadline`` (default: the search's) only the members whose refit on train+validation is predicted to fit in
+    the time left are refitted, heaviest weight first, each in a worker process that is stopped at the deadline;
+    the others (and one whose refit is stopped or fails) stay fitted on train, and ``result.info["final_model"]``
+    says how many.
+    Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing; a
+    member without a saved fold bag must be refitted there, so under a deadline the lightest such members whose
+    refits are predicted not to fit are left out (the heaviest always stays) and the others' weights rescaled to
+    the same total: ``result.member_indices`` and ``result.weights`` then describe the model as built, and the
+    final-model report says what was left out.
+    """
+    began = time.perf_counter()
+    deadline = result.deadline if deadline is None else deadline
+    X, y = splits.X_train, splits.y_train
+    folds = getattr(splits, "folds", None)
+    cross_validated = folds is not None
+    report = {"rows": "train+validation" if cross_validated else "train"}
+    saved = result.pipelines
+    digest = None if saved is None else splits_digest(X, y, folds)
+    if cross_validated and deadline is not None and result.stacker is None:
+        bagged = {i for i in result.member_indices if digest is not None and saved.has(digest, result.history[i].index)}
+        drop_members_that_do_not_fit(result, splits, deadline.left() - FINISH_SECONDS, report, bagged)
+    on_all, refitter = set(), None  # positions in member_indices to refit on train+validation, and where
+    if refit and not cross_validated:
+        import pandas as pd
+
+        X_all = pd.concat([splits.X_train, splits.X_val], axis=0)
+        y_all = np.concatenate([splits.y_train, splits.y_val])
+        in_worker = deadline is not None and saved is not None
+        refitter = result.refitter if in_worker else None  # started by the search, so no start-up to wait for
+        start = REFIT_WORKER_START if in_worker and refitter is None else 0.0
+        left = None if deadline is None else deadline.left() - FINISH_SECONDS - start
+        on_all = members_to_refit(result, len(X_all) / max(len(X), 1), left,
+                                   WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY)
+        if in_worker and on_all and refitter is None:
+            refitter = Refitter(space, X_all, y_all, task, None if classes is None else len(classes), seed, saved,
+                                deadline)
+        n_members = len(result.member_indices)
+        if len(on_all) == n_members:
+            report["rows"] = "train+validation"
+        else:
+            if on_all:
+                report["rows"] = f"train+validation for {len(on_all)} of {n_members} members, train for the others"
+            report["refit_skipped"] = (f"refitting {n_members - len(on_all)} of {n_members} members on "
+                                       f"train+validation was predicted not to fit in the time budget: they stay "
+                                       f"fitted on train")
+    members, info, failed = [], [], []
+    try:
+        refits = {}  # position -> (pipeline or None, error), heaviest first, so a refit cut at the deadline is a
+        # light one
+        for position in sorted(on_all, key=lambda p: (-float(result.weights[p]), p)):
+            obs = result.history[result.member_indices[position]]
+            refits[position] = (refitter.fit(obs) if refitter is not None
+                                else _fitted(space, obs.config, X_all, y_all, seed, task))
+        for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
+            obs = result.history[i]
+            pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)
+            source, on_all_rows = "saved", position in on_all or cross_validated
+            if pipe is None and position in on_all:
+                pipe, error = refits[position]
+                if pipe is None:  # e.g. a preprocessor that overflows on the added rows, or a refit stopped at the
+                    # deadline: the member fitted on train stays, as when its refit does not fit in time
+                    report.setdefault("refit_failed", []).append({"index": i, "error": error})
+                    on_all_rows = False
+                    pipe = None if digest is None else saved.load(digest, obs.index)
+                else:
+                    source = "refitted"
+            if pipe is None:  # not saved (cross-validation, an older run), or its refit on all rows failed
+                pipe, error = _fitted(space, obs.config, X, y, seed, task)
+                source = "refitted"
+                if pipe is None:
+                    failed.append((position, i, error))
+                    continue
+            members.append(pipe)
+            info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss,
+                         "source": source, "rows": "train+validation" if on_all_rows else "train"})
+    finally:
+        for worker in {id(r): r for r in (refitter, result.refitter) if r is not None}.values():
+            worker.close()
+        result.refitter = None
+    if failed:
+        leave_out_failed_members(result, failed, report)
+    report["loaded"] = sum(member["source"] == "saved" for member in info)
+    report["refitted"] = len(info) - report["loaded"]
+    report["seconds"] = time.perf_counter() - began
+    result.info["final_model"] = report
+    columns = list(columns) if columns is not None else list(X.columns)
+    return EnsembleModel(members, result.weights, task, classes, columns, info, stacker=result.stacker,
+                         vote=result.vote)
+
+
+class Refitter:
+    """Refits members on train+validation in a worker process, each stopped at the deadline (less the time kept
+    for the end of the call), so a refit slower than predicted cannot overrun the time budget. Its worker is
+    started when the refitter is made (by the search, at its start), so the refits do not wait for one."""
+
+    def __init__(self, space, X_all, y_all, task, n_classes, seed, saved: SavedPipelines, deadline: Deadline):
+        self.splits = Splits(X_all, y_all, None, None, None, None)
+        self.digest = splits_digest(X_all, y_all)
+        self.saved, self.deadline = saved, deadline
+        self.evaluator = Evaluator(space.build, self.splits, task, "error" if task == "classification" else "mse",
+                                   n_classes=n_classes, seed=seed, time_limit=max(deadline.left(), 1.0),
+                                   pipelines_dir=saved.folder)
+        self.evaluator.spawn()
+
+    def fit(self, obs):
+        """(the member refitted on train+validation, None) or (None, why not)."""
+        left = self.deadline.left() - FINISH_SECONDS
+        if left <= 0:
+            return None, "no time left for the refit"
+        error = self.evaluator.fit_and_save(obs.config, obs.index, left)
+        if error is not None:
+            return None, error
+        pipe = self.saved.load(self.digest, obs.index)
+        return (pipe, None) if pipe is not None else (None, "the refitted pipeline could not be read back")
+
+    def close(self) -> None:
+        self.evaluator.close()
+
+
+def _fitted(space, config, X, y, seed, task):
+    """(the pipeline of ``config`` fitted on X, y, None) or (None, the error) when the fit raises."""
+    pipe = build_pipeline(space.build, config, X, seed, task)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the same chatter the evaluator already silenced for this model
+            pipe.fit(X, y)
+    except Exception as exc:  # noqa: BLE001 - one member's failure must not lose the whole search
+        return None, f"{type(exc).__name__}: {exc}"
+    return pipe, None
+
+
+def leave_out_failed_members(result: SearchResult, failed: List, report: Dict) -> None:
+    """Members whose final fit raised (their evaluation succeeded on other rows) are left out and the other
+    weights rescaled to the same total; with none left, or with a stacker that needs every member, it raises."""
+    if result.stacker is not None or len(failed) == len(result.member_indices):
+        raise RuntimeError(f"the final model could not be fitted: member {failed[0][1]} failed with {failed[0][2]}")
+    gone = {position for position, _, _ in failed}
+    report["members_failed"] = [{"index": i, "error": error} for _, i, error in failed]
+    keep_members(result, [p for p in range(len(result.member_indices)) if p not in gone])
+
+
+def keep_members(result: SearchResult, kept: List[int]) -> float:
+    """Keep the members at positions ``kept``, their weights rescaled to the old total; the share of the weight
+    that was left out."""
+    weights = np.asarray(result.weights, dtype=np.float64)
+    total, kept_total = float(weights.sum()), float(weights[kept].sum())
+    result.member_indices = [result.member_indices[p] for p in kept]
+    result.weights = weights[kept] * (total / kept_total if kept_total > 0 else 1.0)
+    return (total - kept_total) / total if total > 0 else 0.0
+
+
+def members_to_refit(result: SearchResult, rows_ratio: float, left: Optional[float], safety: float = REFIT_SAFETY,
+                      free: Sequence[int] = ()) -> set:
+    """Positions of the members to refit: all without a deadline; under one, the heaviest weights first, each
+    while its predicted refit (its evaluation's fit time scaled by the rows, times ``safety``) still fits, so the
+    time left buys the refits that matter most instead of none. Members whose evaluation index is in ``free``
+    cost nothing (they are loaded, not refitted)."""
+    positions = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
+    if left is None:
+        return set(positions)
+    chosen, spent = set(), 0.0
+    for position in positions:
+        i = result.member_indices[position]
+        cost = 0.0 if i in free else safety * rows_ratio * result.history[i].fit_seconds
+        if spent + cost <= left:
+            chosen.add(position)
+            spent += cost
+    return chosen
+
+
+def drop_members_that_do_not_fit(result: SearchResult, splits: Splits, left: float, report: Dict,
+                                  bagged: Sequence[int] = ()) -> None:
+    """Cross-validation: keep the members whose refits on all rows are predicted to fit in ``left`` seconds
+    (:func:`members_to_refit`; a k-fold evaluation's fit time covers k fits on (k-1)/k of the rows; a member in
+    ``bagged``, whose fold pipelines are saved, needs no refit), and at least the heaviest; rescale the kept
+    weights to the same total and say in ``report`` what was left out."""
+    n_folds = int(np.max(splits.folds)) + 1
+    keep = members_to_refit(result, 1.0 / max(n_folds - 1, 1), left, free=bagged)
+    n_members = len(result.member_indices)
+    if len(keep) == n_members:
+        return
+    if not keep:
+        keep = {min(range(n_members), key=lambda p: (-float(result.weights[p]), p))}
+    kept = sorted(keep)
+    report["members_dropped"] = n_members - len(kept)
+    report["weight_dropped"] = keep_members(result, kept)
+    report["drop_reason"] = (f"refitting {n_members - len(kept)} of {n_members} members on all rows was predicted "
+                             f"not to fit in the time budget: they were left out and the other weights rescaled")

@@ -1,0 +1,1 @@
+"""Where a search keeps its observations: one store interface, in memory or in a run directory."""
