@@ -22,6 +22,7 @@ from openbox.utils.constants import FAILED, SUCCESS
 from optdiv.core.metric_vocabulary import TASKS, resolve_host, task_of
 from optdiv.core.pending import pick_with_pending
 from optdiv.core.selector import DIVERSITY_METHODS, DiversityAwareSelector
+from optdiv.integrations.openbox.ensemble import EnsembleMembers, check_targets, final_ensemble
 from optdiv.integrations.openbox.host import BATCH_STRATEGIES, changed_host_error, check_host
 from optdiv.spaces.encoding import ConfigEncoder
 
@@ -74,24 +75,6 @@ def _task_of(task: Optional[str], metric: str) -> str:
         raise ValueError(f"task must be one of {', '.join(TASKS)}; got {task!r}")
     resolve_host(metric, task)  # raises for a metric of the other task
     return task
-
-
-def check_targets(y_val, task: str) -> Optional[np.ndarray]:
-    """``y_val`` checked for ``task``: class indices as int64, or finite values as float64 (None stays None);
-    the advisor and :func:`~optdiv.integrations.openbox.ensemble.final_ensemble` read targets this one way."""
-    if y_val is None:
-        return None
-    y = np.asarray(y_val)
-    if y.ndim != 1 or y.size == 0:
-        raise ValueError(f"y_val must be a non-empty 1-D array of validation targets; got shape {y.shape}")
-    if task == "regression":
-        y = y.astype(np.float64)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("y_val contains NaN or inf values")
-        return y
-    if not np.issubdtype(y.dtype, np.number) or not np.all(np.isfinite(y)) or np.any(y != np.round(y)) or y.min() < 0:
-        raise ValueError("classification y_val must hold class indices 0..k-1 (encode the labels first)")
-    return y.astype(np.int64)
 
 
 class OptDivAdvisor(Advisor):
@@ -373,10 +356,8 @@ class OptDivAdvisor(Advisor):
             check_host()
         return data["advisor"]
 
-    def final_ensemble(self, **kwargs):
+    def final_ensemble(self, **kwargs) -> EnsembleMembers:
         """:func:`~optdiv.integrations.openbox.ensemble.final_ensemble` over this advisor's history."""
-        from optdiv.integrations.openbox.ensemble import final_ensemble  # it builds on this module
-
         return final_ensemble(self, **kwargs)
 
 

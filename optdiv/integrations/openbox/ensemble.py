@@ -3,14 +3,35 @@ advisor stored for its successful, feasible trials."""
 
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, List, NamedTuple, Optional
 
 import numpy as np
 
 from optdiv.core.ensemble import ensemble_predict
 from optdiv.core.metrics import mean_loss
 from optdiv.core.selector import pool_loss
-from optdiv.integrations.openbox.advisor import OptDivAdvisor, check_targets
+
+if TYPE_CHECKING:  # the advisor builds on this module (its final_ensemble method), so only its type is named
+    from optdiv.integrations.openbox.advisor import OptDivAdvisor
+
+
+def check_targets(y_val, task: str) -> Optional[np.ndarray]:
+    """``y_val`` checked for ``task``: class indices as int64, or finite values as float64 (None stays None);
+    the advisor (:class:`~optdiv.integrations.openbox.advisor.OptDivAdvisor`) and :func:`final_ensemble` read
+    targets this one way."""
+    if y_val is None:
+        return None
+    y = np.asarray(y_val)
+    if y.ndim != 1 or y.size == 0:
+        raise ValueError(f"y_val must be a non-empty 1-D array of validation targets; got shape {y.shape}")
+    if task == "regression":
+        y = y.astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y_val contains NaN or inf values")
+        return y
+    if not np.issubdtype(y.dtype, np.number) or not np.all(np.isfinite(y)) or np.any(y != np.round(y)) or y.min() < 0:
+        raise ValueError("classification y_val must hold class indices 0..k-1 (encode the labels first)")
+    return y.astype(np.int64)
 
 
 class EnsembleMembers(NamedTuple):
@@ -50,7 +71,7 @@ def final_ensemble(
     """
     from optdiv.final.choice import choose_members
 
-    if not isinstance(advisor, OptDivAdvisor):
+    if not callable(getattr(advisor, "stored_predictions", None)):  # an OptDivAdvisor's own store of predictions
         raise TypeError(f"final_ensemble needs an OptDivAdvisor; got {type(advisor).__name__}")
     y = advisor.y_val if y_val is None else check_targets(y_val, advisor.task)
     if y is None:
