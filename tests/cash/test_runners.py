@@ -165,8 +165,9 @@ def test_an_evaluation_is_capped_at_the_run_left_which_may_reach_into_the_option
     runner = FakeRunner()
     strategy = make_strategy(get_method("rs"), space, "error", seed=2, budget=4)
     result = search_loop(strategy, runner, [], y_val=Y_VAL, space=space, seed=2, loss="error", budget=4,
-                         predictor=predictor, time_left=lambda: 0.5, run_left=lambda: 9.0)
-    assert not runner.submitted and result.stopped.startswith("time budget")  # nothing starts past time_left
+                         predictor=DurationPredictor(), time_left=lambda: 0.0, run_left=lambda: 9.0)
+    assert not runner.submitted and result.stopped.startswith("time budget")  # nothing starts once time_left
+    # is spent, though a running evaluation could still use run_left
 
 
 def test_a_store_with_an_index_neither_issued_nor_recorded_is_refused(tmp_path):
