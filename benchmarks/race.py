@@ -405,7 +405,8 @@ def _fit_optdiv(job, X, y, X_test):
     result = model.result_
     final = result.info.get("final_model", {})
     extra = {"stopped": result.info.get("stopped"), "members_loaded": final.get("loaded"),
-             "members_refitted": final.get("refitted"), **_search_summary(result)}
+             "members_refitted": final.get("refitted"), "search_seconds": result.info.get("search_seconds"),
+             "final_model_seconds": final.get("seconds"), **_search_summary(result)}
     versions = _versions(["scikit-learn", "numpy", "pandas", "lightgbm"])
     versions["optdiv"] = optdiv.__version__
     return pred, wall, len(model.result_.history), extra, versions
