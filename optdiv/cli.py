@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "evaluation may take up to K x this in all). auto (default): a tenth of --time-budget, "
                           "between 10 and 120 s; 120 s without a time budget")
     run.add_argument("--memory-limit", type=int, metavar="MB", help="address-space limit of one evaluation's process")
+    run.add_argument("--n-jobs", type=int, metavar="N",
+                     help="cores of the search: each evaluation's model runs on N threads (-1, the default: every "
+                          "core; with --workers, the cores are shared out among the workers)")
     parallel = run.add_mutually_exclusive_group()
     parallel.add_argument("--workers", type=int, metavar="N",
                           help="evaluate asynchronously on a local Dask cluster of N workers (needs optdiv[dask])")

@@ -21,6 +21,7 @@ from optdiv.core.agnostic_bayes import SAMPLERS
 from optdiv.core.pool import POOL_BUILDERS
 from optdiv.evaluation.constraints import parse_constraints, settings_form
 from optdiv.evaluation.fault_plan import parse_faults
+from optdiv.evaluation.threads import resolve_n_jobs
 from optdiv.final.choice import AUTO, ENSEMBLE_BUILDERS
 from optdiv.strategies.methods import get_method
 
@@ -58,6 +59,7 @@ class RunConfig:
     algorithm_share: Optional[float] = None  # most share of the evaluations one algorithm may take (None: no cap)
     portfolio: Any = None
     cost_aware: bool = False
+    n_jobs: Optional[int] = 1  # cores of a local search (-1: all of them), as threads of each evaluation's model
     workers: Optional[int] = None
     scheduler: Optional[str] = None
     faults: Any = None
@@ -91,6 +93,7 @@ class RunConfig:
             raise ValueError(f"cv must be a number of folds (at least 2), None (holdout) or 'auto'; got {self.cv!r}")
         if self.fold_models not in FOLD_MODELS:
             raise ValueError(f"fold_models must be one of {', '.join(FOLD_MODELS)}; got {self.fold_models!r}")
+        resolve_n_jobs(self.n_jobs)  # a whole number of cores, not 0
         if self.algorithm_share is not None and not 0 < float(self.algorithm_share) <= 1:
             raise ValueError(f"algorithm_share must be in (0, 1] or None; got {self.algorithm_share!r}")
 
@@ -151,6 +154,13 @@ class RunConfig:
             out["portfolio"] = str(portfolio) if isinstance(portfolio, (str, Path)) else [dict(c) for c in portfolio]
         return out
 
+    def evaluation_threads(self) -> int:
+        """Threads of one evaluation: the run's cores (``n_jobs``), shared out among a local Dask cluster's workers;
+        one on an existing cluster, whose workers' own threads are its parallelism."""
+        if self.scheduler is not None:
+            return 1
+        return max(1, resolve_n_jobs(self.n_jobs) // max(1, int(self.workers or 1)))
+
 
 #: Stored in every run directory (the first options the engine had).
 _ALWAYS_STORED = ("method", "metric", "space", "budget", "time_limit", "ensemble", "ensemble_size", "refit", "sampler",
@@ -158,4 +168,4 @@ _ALWAYS_STORED = ("method", "metric", "space", "budget", "time_limit", "ensemble
 
 #: Where :meth:`RunConfig.product` departs from the papers' protocol.
 PRODUCT_DEFAULTS: Dict[str, Any] = {"time_limit": "auto", "cv": "auto", "portfolio": "auto", "refit": True,
-                                    "ensemble_loss": "auto", "ensemble_bags": "auto"}
+                                    "ensemble_loss": "auto", "ensemble_bags": "auto", "n_jobs": -1}

@@ -97,6 +97,7 @@ class _OptDivEstimator(BaseEstimator):
         vote: bool = _PRODUCT.vote,
         pool: str = _PRODUCT.pool,
         constraints=None,
+        n_jobs: Optional[int] = _PRODUCT.n_jobs,
         workers: Optional[int] = _PRODUCT.workers,
         scheduler: Optional[str] = _PRODUCT.scheduler,
         memory_limit_mb: Optional[int] = _PRODUCT.memory_limit_mb,
@@ -124,6 +125,7 @@ class _OptDivEstimator(BaseEstimator):
         self.vote = vote
         self.pool = pool
         self.constraints = constraints
+        self.n_jobs = n_jobs
         self.workers = workers
         self.scheduler = scheduler
         self.memory_limit_mb = memory_limit_mb
@@ -163,7 +165,8 @@ class _OptDivEstimator(BaseEstimator):
                         classes=data.classes, columns=list(data.X.columns), started=started)
         try:
             self.ensemble_ = fit_model(result, result.space, splits, self._task, data.classes, list(data.X.columns),
-                                       self.seed, refit=self.refit, deadline=deadline_for(self.time_budget, started))
+                                       self.seed, refit=self.refit, deadline=deadline_for(self.time_budget, started),
+                                       threads=self.run_config().evaluation_threads())
         finally:
             if result.pipelines is not None:
                 result.pipelines.cleanup()  # the members are in the ensemble now; the temporary folder can go

@@ -78,7 +78,8 @@ def run(
     try:
         if result.model is None:
             result.model = fit_model(
-                result, result.space, splits, dataset.task, dataset.classes, list(dataset.X.columns), config.seed
+                result, result.space, splits, dataset.task, dataset.classes, list(dataset.X.columns), config.seed,
+                threads=config.evaluation_threads(),
             )
     finally:
         if result.pipelines is not None:

@@ -239,7 +239,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
         if c.scheduler is None:  # a remote cluster's workers cannot write into this machine's folder
             pipelines = SavedPipelines(store.models_folder())
         evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed,
-                              memory_limit_mb=c.memory_limit_mb,
+                              memory_limit_mb=c.memory_limit_mb, threads=c.evaluation_threads(),
                               pipelines_dir=None if pipelines is None else pipelines.folder,
                               bag_folds=c.fold_models == "bagged")
     digest = evaluator.rows_digest  # None: nothing is saved (cross-validation, a replay)
@@ -250,7 +250,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
 
         refitter = Refitter(space, pd.concat([splits.X_train, splits.X_val], axis=0),
                             np.concatenate([splits.y_train, splits.y_val]), task, n_classes, seed, pipelines,
-                            deadline)
+                            deadline, threads=c.evaluation_threads())
     reserve = FinishReserve(deadline, splits.y_val, ensemble_loss or loss, c.ensemble_size, seed, c.refit, n_folds,
                             pipelines, digest, history, started=refitter is not None)
     try:
@@ -299,7 +299,8 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
               "constraints": settings_form(constraints), "cv": n_folds,
               "evaluation": "holdout" if n_folds is None else f"{n_folds}-fold CV", **choice.info,
               **({} if outcome.parallel is None else {"parallel": outcome.parallel}),
-              "search_seconds": search_seconds, **({} if stopped is None else {"stopped": stopped}),
+              "search_seconds": search_seconds, "threads": c.evaluation_threads(),
+              **({} if stopped is None else {"stopped": stopped}),
               **({"ensemble_selection": {"loss": p.ensemble_loss or loss, "bags": int(p.ensemble_bags)}}
                  if spec.final == "ensemble" and spec.options.get("builder", c.ensemble) == "caruana" else {}),
               **({"time_fill_ins": outcome.fill_ins} if outcome.fill_ins else {})},
@@ -311,7 +312,8 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
     )
     if splits.y_test is not None:
         if c.refit:
-            model = fit_model(result, space, splits, task, classes, columns, seed, refit=True, deadline=p.deadline)
+            model = fit_model(result, space, splits, task, classes, columns, seed, refit=True, deadline=p.deadline,
+                              threads=c.evaluation_threads())
             test_pred = model_prediction(model, splits.X_test, task)
         else:
             test_pred = choice.combine([history[i].test_pred for i in choice.members])

@@ -39,6 +39,7 @@ from optdiv.core.metrics import mean_loss
 from optdiv.evaluation.fault_plan import FaultPlan
 from optdiv.evaluation.faults import FaultInjectingEvaluator
 from optdiv.evaluation.fitting import MAX_ERROR_CHARS, error_text, fit_predict, n_folds
+from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.interface import EvaluatorInterface, WorkerRecipe
 from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
 from optdiv.evaluation.pipelines import pipeline_path, splits_digest
@@ -58,6 +59,8 @@ class Evaluator(EvaluatorInterface):
     ``metric`` then holds the loss's own name). ``n_classes`` defaults to one more than the
     largest class index in the splits. ``memory_limit_mb`` caps the worker's address space
     (``RLIMIT_AS``, Linux/macOS only; it also counts the data and thread stacks, so leave headroom).
+    ``threads``: the cores one evaluation may use, given to its model's thread options and to the process's
+    OpenMP/BLAS caps (optdiv.evaluation.threads); None keeps the libraries' own defaults.
     ``pipelines_dir``: a folder where each successful holdout fit is saved (:meth:`saved_path` says where),
     so the final model can load its members instead of refitting them; with ``bag_folds``, a cross-validated
     evaluation's fold pipelines are saved too, as one averaging model (:class:`~optdiv.evaluation.fitting.FoldBag`).
@@ -100,7 +103,7 @@ class Evaluator(EvaluatorInterface):
                     f"build must be picklable by reference (a top-level function of an importable module) "
                     f"to run in a worker process: {exc}"
                 ) from None
-        self.build = build
+        self.build = with_threads(build, threads)  # the models take the evaluation's threads (optdiv.evaluation.threads)
         self.splits = splits
         self.task = task
         self.n_classes = n_classes
@@ -109,7 +112,7 @@ class Evaluator(EvaluatorInterface):
         self.memory_limit_mb = memory_limit_mb
         self.in_process = in_process
         self.start_method = start_method
-        self.threads = threads  # per-evaluation cap of OpenMP/BLAS threads; None keeps library defaults
+        self.threads = threads  # the evaluation's threads: its models' and its OpenMP/BLAS caps; None: library defaults
         self.pipelines_dir = pipelines_dir  # where fitted pipelines are saved (optdiv.evaluation.pipelines)
         self.bag_folds = bool(bag_folds)  # under cross-validation, save each evaluation's fold pipelines as one bag
         self._rows_digest: Optional[str] = None

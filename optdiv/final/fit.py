@@ -18,6 +18,7 @@ from optdiv.budget import FINISH_SECONDS, Deadline
 from optdiv.data import Splits
 from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.fitting import build_pipeline
+from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.pipelines import SavedPipelines, splits_digest
 from optdiv.final.model import EnsembleModel
 
@@ -38,7 +39,7 @@ REFIT_WORKER_START = 3.0
 
 
 def fit_model(result: SearchResult, space, splits: Splits, task, classes, columns, seed, refit=False,
-              deadline: Optional[Deadline] = None) -> EnsembleModel:
+              deadline: Optional[Deadline] = None, threads: int = 1) -> EnsembleModel:
     """The chosen members (fitted on train, or train+validation with ``refit``) as one predictor.
 
     A member the evaluator saved for the same rows (``result.pipelines``) is loaded, not refitted: a holdout
@@ -79,7 +80,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                                    WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY)
         if in_worker and on_all and refitter is None:
             refitter = Refitter(space, X_all, y_all, task, None if classes is None else len(classes), seed, saved,
-                                deadline)
+                                deadline, threads=threads)
         n_members = len(result.member_indices)
         if len(on_all) == n_members:
             report["rows"] = "train+validation"
@@ -96,7 +97,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         for position in sorted(on_all, key=lambda p: (-float(result.weights[p]), p)):
             obs = result.history[result.member_indices[position]]
             refits[position] = (refitter.fit(obs) if refitter is not None
-                                else _fitted(space, obs.config, X_all, y_all, seed, task))
+                                else _fitted(space, obs.config, X_all, y_all, seed, task, threads))
         for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
             obs = result.history[i]
             pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)
@@ -111,7 +112,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                 else:
                     source = "refitted"
             if pipe is None:  # not saved (cross-validation, an older run), or its refit on all rows failed
-                pipe, error = _fitted(space, obs.config, X, y, seed, task)
+                pipe, error = _fitted(space, obs.config, X, y, seed, task, threads)
                 source = "refitted"
                 if pipe is None:
                     failed.append((position, i, error))
@@ -139,13 +140,14 @@ class Refitter:
     for the end of the call), so a refit slower than predicted cannot overrun the time budget. Its worker is
     started when the refitter is made (by the search, at its start), so the refits do not wait for one."""
 
-    def __init__(self, space, X_all, y_all, task, n_classes, seed, saved: SavedPipelines, deadline: Deadline):
+    def __init__(self, space, X_all, y_all, task, n_classes, seed, saved: SavedPipelines, deadline: Deadline,
+                 threads: int = 1):
         self.splits = Splits(X_all, y_all, None, None, None, None)
         self.digest = splits_digest(X_all, y_all)
         self.saved, self.deadline = saved, deadline
         self.evaluator = Evaluator(space.build, self.splits, task, "error" if task == "classification" else "mse",
                                    n_classes=n_classes, seed=seed, time_limit=max(deadline.left(), 1.0),
-                                   pipelines_dir=saved.folder)
+                                   pipelines_dir=saved.folder, threads=threads)
         self.evaluator.spawn()
 
     def fit(self, obs):
@@ -163,9 +165,9 @@ class Refitter:
         self.evaluator.close()
 
 
-def _fitted(space, config, X, y, seed, task):
+def _fitted(space, config, X, y, seed, task, threads: int = 1):
     """(the pipeline of ``config`` fitted on X, y, None) or (None, the error) when the fit raises."""
-    pipe = build_pipeline(space.build, config, X, seed, task)
+    pipe = build_pipeline(with_threads(space.build, threads), config, X, seed, task)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the same chatter the evaluator already silenced for this model

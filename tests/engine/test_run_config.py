@@ -170,6 +170,8 @@ def test_optdiv_run_and_the_command_line_make_the_same_search(tmp_path):
     ("cv", 1, "cv must be a number of folds"),
     ("fold_models", "stacked", "fold_models must be one of"),
     ("algorithm_share", 1.5, "algorithm_share must be in"),
+    ("n_jobs", 0, "n_jobs must not be 0"),
+    ("n_jobs", 1.5, "n_jobs must be a whole number"),
 ])
 def test_each_option_is_checked_when_the_config_is_made(option, value, match):
     with pytest.raises(ValueError, match=match):

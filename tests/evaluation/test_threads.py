@@ -1,0 +1,95 @@
+"""The run's cores reach each evaluation's model as threads."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.ensemble import BaggingClassifier, RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.svm import SVC
+
+from optdiv.config import RunConfig
+from optdiv.data import Splits
+from optdiv.evaluation.evaluator import Evaluator
+from optdiv.evaluation.threads import (ThreadedBuild, available_cores, resolve_n_jobs, set_model_threads,
+                                       with_threads)
+from optdiv.final.fit import _fitted
+
+
+def forest(config, seed):
+    return RandomForestClassifier(n_estimators=int(config.get("trees", 5)), n_jobs=1, random_state=seed)
+
+
+class _Space:
+    build = staticmethod(forest)
+
+
+def test_n_jobs_follows_scikit_learn_s_convention(monkeypatch):
+    monkeypatch.setattr("optdiv.evaluation.threads.available_cores", lambda: 8)
+    assert resolve_n_jobs(-1) == 8
+    assert resolve_n_jobs(-2) == 7
+    assert resolve_n_jobs(-20) == 1  # never fewer than one core
+    assert resolve_n_jobs(3) == 3
+    assert resolve_n_jobs(64) == 8  # never more than the process may run on
+    assert resolve_n_jobs(None) == 1
+    with pytest.raises(ValueError, match="must not be 0"):
+        resolve_n_jobs(0)
+    with pytest.raises(ValueError, match="whole number"):
+        resolve_n_jobs("all")
+    assert available_cores.__module__ == "optdiv.evaluation.threads"
+
+
+def test_thread_options_are_set_where_they_mean_threads_nested_estimators_included():
+    bag = BaggingClassifier(RandomForestClassifier(n_jobs=1), n_jobs=1)
+    set_model_threads(bag, 4)
+    assert bag.estimator.n_jobs == 4  # a forest's jobs are threads
+    assert bag.n_jobs == 1  # bagging's are processes, which outlive the fit
+    assert set_model_threads(LogisticRegression(n_jobs=None), 2).n_jobs is None  # one-vs-rest processes too
+    svc = set_model_threads(SVC(), 4)  # no thread option: unchanged, no error
+    assert "n_jobs" not in svc.get_params()
+    lightgbm = pytest.importorskip("lightgbm")
+    assert set_model_threads(lightgbm.LGBMClassifier(n_jobs=1), 3).n_jobs == 3
+
+
+def test_a_threaded_build_pickles_and_unwraps_to_one_thread():
+    threaded = with_threads(forest, 3)
+    assert isinstance(threaded, ThreadedBuild) and threaded({}, 0).n_jobs == 3
+    again = pickle.loads(pickle.dumps(threaded))
+    assert again({"trees": 2}, 1).n_jobs == 3 and again({"trees": 2}, 1).n_estimators == 2
+    assert with_threads(threaded, 1) is forest  # one thread: the plain build
+    assert with_threads(threaded, 5).build is forest  # never wrapped twice
+    assert with_threads(forest, None) is forest
+
+
+def _splits():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = (X[:, 0] > 0).astype(int)
+    import pandas as pd
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    return Splits(frame.iloc[:50], y[:50], frame.iloc[50:], y[50:], None, None)
+
+
+def test_the_evaluator_s_threads_reach_the_model_it_fits():
+    splits = _splits()
+    with Evaluator(forest, splits, "classification", "error", threads=2, in_process=True) as ev:
+        assert ev.build({}, 0).n_jobs == 2
+        assert Evaluator(splits=splits, **ev.settings()).build({}, 0).n_jobs == 2  # as a Dask worker rebuilds it
+        assert ev.evaluate({"trees": 3}, 0).status == "ok"
+    assert Evaluator(forest, splits, "classification", "error").build({}, 0).n_jobs == 1  # one thread by default
+
+
+def test_a_member_refitted_for_the_final_model_gets_the_run_s_threads():
+    splits = _splits()
+    pipe, error = _fitted(_Space, {"trees": 3}, splits.X_train, splits.y_train, 0, "classification", threads=2)
+    assert error is None and pipe.steps[-1][1].n_jobs == 2
+
+
+def test_the_product_uses_every_core_and_a_dask_cluster_shares_them(monkeypatch):
+    monkeypatch.setattr("optdiv.evaluation.threads.available_cores", lambda: 8)
+    assert RunConfig().evaluation_threads() == 1  # the papers' protocol: one core
+    assert RunConfig.product().n_jobs == -1 and RunConfig.product().evaluation_threads() == 8
+    assert RunConfig.product(workers=4).evaluation_threads() == 2
+    assert RunConfig.product(workers=16).evaluation_threads() == 1
+    assert RunConfig.product(scheduler="tcp://x:8786").evaluation_threads() == 1
+    assert RunConfig.product(n_jobs=3).evaluation_threads() == 3
