@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from optdiv.budget import DEFAULT_TIME_LIMIT, resolve_time_limit
+from optdiv.data import resolve_search_rows
 from optdiv.core.agnostic_bayes import SAMPLERS
 from optdiv.core.pool import POOL_BUILDERS
 from optdiv.evaluation.constraints import parse_constraints, settings_form
 from optdiv.evaluation.fault_plan import parse_faults
-from optdiv.evaluation.threads import resolve_n_jobs
+from optdiv.evaluation.threads import THREADED_MIN_ROWS, resolve_n_jobs
 from optdiv.final.choice import AUTO, ENSEMBLE_BUILDERS
 from optdiv.strategies.methods import get_method
 
@@ -59,6 +60,7 @@ class RunConfig:
     algorithm_share: Optional[float] = None  # most share of the evaluations one algorithm may take (None: no cap)
     portfolio: Any = None
     cost_aware: bool = False
+    search_rows: Union[int, str, None] = None  # most training rows an evaluation fits on ("auto": by the budget)
     n_jobs: Optional[int] = 1  # cores of a local search (-1: all of them), as threads of each evaluation's model
     workers: Optional[int] = None
     scheduler: Optional[str] = None
@@ -94,6 +96,7 @@ class RunConfig:
         if self.fold_models not in FOLD_MODELS:
             raise ValueError(f"fold_models must be one of {', '.join(FOLD_MODELS)}; got {self.fold_models!r}")
         resolve_n_jobs(self.n_jobs)  # a whole number of cores, not 0
+        resolve_search_rows(self.search_rows, self.time_budget)  # a number of rows, None or "auto"
         if self.algorithm_share is not None and not 0 < float(self.algorithm_share) <= 1:
             raise ValueError(f"algorithm_share must be in (0, 1] or None; got {self.algorithm_share!r}")
 
@@ -154,10 +157,11 @@ class RunConfig:
             out["portfolio"] = str(portfolio) if isinstance(portfolio, (str, Path)) else [dict(c) for c in portfolio]
         return out
 
-    def evaluation_threads(self) -> int:
-        """Threads of one evaluation: the run's cores (``n_jobs``), shared out among a local Dask cluster's workers;
-        one on an existing cluster, whose workers' own threads are its parallelism."""
-        if self.scheduler is not None:
+    def evaluation_threads(self, rows: Optional[int] = None) -> int:
+        """Threads of one evaluation on ``rows`` training rows: the run's cores (``n_jobs``), shared out among a local
+        Dask cluster's workers; one on an existing cluster, whose workers' own threads are its parallelism, and one
+        below :data:`~optdiv.evaluation.threads.THREADED_MIN_ROWS`, where threads cost more than they save."""
+        if self.scheduler is not None or (rows is not None and rows < THREADED_MIN_ROWS):
             return 1
         return max(1, resolve_n_jobs(self.n_jobs) // max(1, int(self.workers or 1)))
 
@@ -168,4 +172,5 @@ _ALWAYS_STORED = ("method", "metric", "space", "budget", "time_limit", "ensemble
 
 #: Where :meth:`RunConfig.product` departs from the papers' protocol.
 PRODUCT_DEFAULTS: Dict[str, Any] = {"time_limit": "auto", "cv": "auto", "portfolio": "auto", "refit": True,
-                                    "ensemble_loss": "auto", "ensemble_bags": "auto", "n_jobs": -1}
+                                    "ensemble_loss": "auto", "ensemble_bags": "auto", "n_jobs": -1,
+                                    "search_rows": "auto"}

@@ -415,6 +415,68 @@ def resolve_cv(cv, n_rows: int) -> Optional[int]:
     return cv
 
 
+#: ``search_rows="auto"``: under a time budget the search fits its evaluations on at most this many training rows
+#: per second of budget (200 s: 50,000 rows), never fewer than :data:`MIN_SEARCH_ROWS`; the final members are then
+#: refitted on every row. On 1M rows one forest or KNN fit on all of them outlasts a tenth of the budget, so
+#: without a sample most evaluations time out and the search sees a handful of models.
+SEARCH_ROWS_PER_SECOND = 250
+
+#: The fewest training rows ``search_rows="auto"`` samples down to.
+MIN_SEARCH_ROWS = 20_000
+
+
+def resolve_search_rows(search_rows, time_budget: Optional[float]) -> Optional[int]:
+    """The most training rows the search's evaluations fit on (None: all of them). ``"auto"``:
+    :data:`SEARCH_ROWS_PER_SECOND` per second of ``time_budget`` (at least :data:`MIN_SEARCH_ROWS`; all rows without
+    a time budget); a number: that many; None: all."""
+    if search_rows is None:
+        return None
+    if isinstance(search_rows, str):
+        if search_rows != "auto":
+            raise ValueError(f"search_rows must be a number of rows, None (all) or 'auto'; got {search_rows!r}")
+        if time_budget is None:
+            return None
+        return max(MIN_SEARCH_ROWS, int(SEARCH_ROWS_PER_SECOND * float(time_budget)))
+    if isinstance(search_rows, bool) or not isinstance(search_rows, (int, np.integer)) or search_rows < MIN_ROWS:
+        raise ValueError(f"search_rows must be a whole number of at least {MIN_ROWS} rows, None or 'auto'; "
+                         f"got {search_rows!r}")
+    return int(search_rows)
+
+
+def _row_sample(y: np.ndarray, size: int, rng, stratified: bool) -> np.ndarray:
+    """Sorted positions of ``size`` rows; for classification each class keeps its share (and at least one row)."""
+    n = len(y)
+    if size >= n:
+        return np.arange(n)
+    if not stratified:
+        return np.sort(rng.choice(n, size, replace=False))
+    chosen = []
+    for label in np.unique(y):
+        rows = np.flatnonzero(y == label)
+        take = max(1, int(round(size * len(rows) / n)))
+        chosen.append(rng.choice(rows, min(take, len(rows)), replace=False))
+    return np.sort(np.concatenate(chosen))
+
+
+def row_sample_view(splits: Splits, max_train_rows: int, seed: int, task: str) -> Splits:
+    """A holdout split whose training part is sampled down to ``max_train_rows`` rows and whose validation part keeps
+    the same train/validation proportion (classes in their shares), for a search on large data: its evaluations fit
+    and are compared on these rows, and the final members are refitted on every row. Test rows are unchanged; a
+    split already small enough is returned as it is."""
+    if splits.folds is not None:
+        raise ValueError("a row sample is taken of a holdout split, not of a cross-validation view")
+    n_train, n_val = len(splits.y_train), len(splits.y_val)
+    if n_train <= max_train_rows:
+        return splits
+    rng = np.random.default_rng(seed)
+    stratified = task == "classification"
+    train = _row_sample(np.asarray(splits.y_train), max_train_rows, rng, stratified)
+    val = _row_sample(np.asarray(splits.y_val), max(MIN_ROWS, int(round(n_val * max_train_rows / n_train))), rng,
+                      stratified)
+    return Splits(splits.X_train.iloc[train], np.asarray(splits.y_train)[train], splits.X_val.iloc[val],
+                  np.asarray(splits.y_val)[val], splits.X_test, splits.y_test)
+
+
 def cross_validation_view(splits: Splits, k: int, seed: int, task: Optional[str] = None) -> Splits:
     """The k-fold cross-validation view of a holdout split (the Agnostic Bayes paper's k-fold protocol).
 

@@ -22,6 +22,12 @@ holdout split on larger data, or when ``X_val``/``y_val`` are given; ``cv=None``
 how many bootstrap selections it averages; "auto" is what over-fitted the validation rows least in replay
 (log loss for a 0/1-error classifier, 20 bags for a regressor); ``None`` / ``0`` is the papers' protocol.
 
+``n_jobs=-1`` (the default) runs each evaluation's model on every core this process may use (threads of the
+forests, LightGBM and KNN); ``n_jobs=1`` keeps to one. ``search_rows="auto"`` (the default) fits the search's
+evaluations on a sample of at most 250 training rows per second of ``time_budget`` (at least 20,000; a
+proportional validation sample beside it), so large data is searched over many models, and refits the final
+members on every row as far as the budget allows; ``None`` always searches on every row.
+
 ``time_limit="auto"`` (the default) gives one evaluation (each fold, with ``cv``) a tenth of ``time_budget``,
 between 10 and 120 s, as auto-sklearn does, so no single slow configuration spends most of the budget; 120 s
 without a time budget.
@@ -62,6 +68,7 @@ from optdiv import sklearn_inputs
 from optdiv.budget import deadline_for
 from optdiv.config import RunConfig
 from optdiv.engine.search import search
+from optdiv.execution.memory import peak_memory_mb
 from optdiv.final.fit import fit_model
 
 
@@ -97,6 +104,7 @@ class _OptDivEstimator(BaseEstimator):
         vote: bool = _PRODUCT.vote,
         pool: str = _PRODUCT.pool,
         constraints=None,
+        search_rows=_PRODUCT.search_rows,
         n_jobs: Optional[int] = _PRODUCT.n_jobs,
         workers: Optional[int] = _PRODUCT.workers,
         scheduler: Optional[str] = _PRODUCT.scheduler,
@@ -125,6 +133,7 @@ class _OptDivEstimator(BaseEstimator):
         self.vote = vote
         self.pool = pool
         self.constraints = constraints
+        self.search_rows = search_rows
         self.n_jobs = n_jobs
         self.workers = workers
         self.scheduler = scheduler
@@ -166,12 +175,14 @@ class _OptDivEstimator(BaseEstimator):
         try:
             self.ensemble_ = fit_model(result, result.space, splits, self._task, data.classes, list(data.X.columns),
                                        self.seed, refit=self.refit, deadline=deadline_for(self.time_budget, started),
-                                       threads=self.run_config().evaluation_threads())
+                                       threads=result.info.get("threads", 1))
         finally:
             if result.pipelines is not None:
                 result.pipelines.cleanup()  # the members are in the ensemble now; the temporary folder can go
+        result.info["peak_memory_mb"] = peak_memory_mb()
         self.result_ = result
-        self.validation_targets_ = np.asarray(splits.y_val)  # what the history's validation predictions score on
+        searched = splits if result.fitted_on is None else result.fitted_on  # a row sample on large data
+        self.validation_targets_ = np.asarray(searched.y_val)  # what the history's validation predictions score on
         self.weights_ = np.asarray(result.weights)
         self.members_ = self.ensemble_.info
         self.val_loss_ = result.val_loss

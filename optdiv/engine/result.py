@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 import numpy as np
 
 from optdiv.budget import Deadline
+from optdiv.data import Splits
 from optdiv.evaluation.pipelines import SavedPipelines
+from optdiv.execution.memory import peak_memory_mb
 from optdiv.final.choice import Stacker
 from optdiv.final.model import EnsembleModel
 from optdiv.spaces.base import SearchSpace
@@ -38,10 +40,12 @@ class SearchResult:
     pipelines: Optional[SavedPipelines] = None  # the evaluator's saved fits, which fit_model loads
     deadline: Optional[Deadline] = None  # when the whole call must end (fit_model keeps to it too)
     refitter: Optional[Refitter] = None  # the worker started during the search for fit_model's refits
+    fitted_on: Optional[Splits] = None  # the row sample the search fitted its members on (search_rows), if any
 
 
 def result_summary(result: SearchResult, dataset_name: str, task: str) -> Dict:
-    """The result.json schema."""
+    """The result.json schema (``peak_memory_mb``: the process's and its largest worker's peak so far, see
+    optdiv.execution.memory)."""
     history = result.history
     return {
         "method": result.info["method"],
@@ -74,4 +78,6 @@ def result_summary(result: SearchResult, dataset_name: str, task: str) -> Dict:
         "total_seconds": result.total_seconds,
         "stopped": result.info.get("stopped"),
         "final_model": result.info.get("final_model"),
+        "threads": result.info.get("threads"),
+        "peak_memory_mb": peak_memory_mb(),
     }

@@ -79,7 +79,7 @@ def run(
         if result.model is None:
             result.model = fit_model(
                 result, result.space, splits, dataset.task, dataset.classes, list(dataset.X.columns), config.seed,
-                threads=config.evaluation_threads(),
+                threads=result.info.get("threads", 1),
             )
     finally:
         if result.pipelines is not None:

@@ -19,7 +19,7 @@ from optdiv.budget import Deadline, DurationPredictor, deadline_for, resolve_tim
 from optdiv.config import RunConfig
 from optdiv.core.metric_vocabulary import resolve
 from optdiv.core.metrics import mean_loss
-from optdiv.data import Splits, cross_validation_view
+from optdiv.data import Splits, cross_validation_view, resolve_search_rows, row_sample_view
 from optdiv.engine.loop import LoopResult, search_loop
 from optdiv.engine.result import SearchResult
 from optdiv.evaluation.constraints import Constraint, InfeasibleSearchError, parse_constraints, settings_form
@@ -158,6 +158,8 @@ class PreparedSearch:
     digest: Optional[str]  # None: nothing is saved (cross-validation without fold bags, a replay)
     reserve: FinishReserve
     refitter: Optional[Refitter] = None  # started now, so the final refits need not wait for a worker
+    all_rows: Optional[Splits] = None  # the splits before ``search_rows`` sampled ``splits`` from them
+    threads: int = 1  # each evaluation's threads (optdiv.evaluation.threads)
 
     @property
     def time_left(self) -> Optional[Callable[[], float]]:
@@ -176,6 +178,11 @@ class PreparedSearch:
         self.reserve.follow(done)
         if self.digest is not None:
             self.pipelines.prune(self.digest, done, protect=ensemble)
+
+
+#: On a row sample, the most share of the time budget kept back for refitting the members on every row: the search
+#: still gets the rest, and the refits take the heaviest members that fit in what is left.
+SAMPLE_REFITS_SHARE = 0.5
 
 
 def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: Store, candidates, evaluator,
@@ -234,12 +241,17 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     faults = parse_faults(c.faults, seed)
     start = time.perf_counter()
     deadline = deadline_for(time_budget, start if started is None else started)
+    all_rows = None  # the splits whose every row the final members are refitted on, when the search samples them
+    sample = resolve_search_rows(c.search_rows, time_budget)
+    if evaluator is None and folds is None and sample is not None and len(splits.y_train) > sample:
+        all_rows, splits = splits, row_sample_view(splits, sample, seed, task)
+    threads = c.evaluation_threads(len(splits.y_train))  # each evaluation's (and each final refit's) threads
     pipelines = None
     if evaluator is None:
         if c.scheduler is None:  # a remote cluster's workers cannot write into this machine's folder
             pipelines = SavedPipelines(store.models_folder())
         evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed,
-                              memory_limit_mb=c.memory_limit_mb, threads=c.evaluation_threads(),
+                              memory_limit_mb=c.memory_limit_mb, threads=threads,
                               pipelines_dir=None if pipelines is None else pipelines.folder,
                               bag_folds=c.fold_models == "bagged")
     digest = evaluator.rows_digest  # None: nothing is saved (cross-validation, a replay)
@@ -248,11 +260,15 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     if c.refit and deadline is not None and pipelines is not None and folds is None and digest is not None:
         import pandas as pd
 
-        refitter = Refitter(space, pd.concat([splits.X_train, splits.X_val], axis=0),
-                            np.concatenate([splits.y_train, splits.y_val]), task, n_classes, seed, pipelines,
-                            deadline, threads=c.evaluation_threads())
+        rows = splits if all_rows is None else all_rows
+        refitter = Refitter(space, pd.concat([rows.X_train, rows.X_val], axis=0),
+                            np.concatenate([rows.y_train, rows.y_val]), task, n_classes, seed, pipelines,
+                            deadline, threads=threads)
+    refit_rows = splits if all_rows is None else all_rows
     reserve = FinishReserve(deadline, splits.y_val, ensemble_loss or loss, c.ensemble_size, seed, c.refit, n_folds,
-                            pipelines, digest, history, started=refitter is not None)
+                            pipelines, digest, history, started=refitter is not None,
+                            refit_ratio=(len(refit_rows.y_train) + len(refit_rows.y_val)) / max(len(splits.y_train), 1),
+                            refits_cap=None if all_rows is None or time_budget is None else SAMPLE_REFITS_SHARE * time_budget)
     try:
         # cost-aware suggestion weighs candidates by the search's time left; ADMM weighs the constraints themselves
         strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,
@@ -269,7 +285,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
         strategy=strategy, space=space, loss=loss, ensemble_loss=ensemble_loss, ensemble_bags=ensemble_bags,
         constraints=constraints, n_folds=n_folds, runner=runner, history=history,
         predictor=DurationPredictor(history), deadline=deadline, start=start, started=started, pipelines=pipelines,
-        digest=digest, reserve=reserve, refitter=refitter)
+        digest=digest, reserve=reserve, refitter=refitter, all_rows=all_rows, threads=threads)
 
 
 def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> SearchResult:
@@ -299,7 +315,7 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
               "constraints": settings_form(constraints), "cv": n_folds,
               "evaluation": "holdout" if n_folds is None else f"{n_folds}-fold CV", **choice.info,
               **({} if outcome.parallel is None else {"parallel": outcome.parallel}),
-              "search_seconds": search_seconds, "threads": c.evaluation_threads(),
+              "search_seconds": search_seconds, "threads": p.threads,
               **({} if stopped is None else {"stopped": stopped}),
               **({"ensemble_selection": {"loss": p.ensemble_loss or loss, "bags": int(p.ensemble_bags)}}
                  if spec.final == "ensemble" and spec.options.get("builder", c.ensemble) == "caruana" else {}),
@@ -309,11 +325,16 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
         pipelines=p.pipelines,
         deadline=p.deadline,
         refitter=p.refitter,
+        fitted_on=None if p.all_rows is None else splits,
     )
+    if p.all_rows is not None:
+        result.info["search_rows"] = {"train": len(splits.y_train), "validation": len(splits.y_val),
+                                      "of_train": len(p.all_rows.y_train), "of_validation": len(p.all_rows.y_val)}
+        splits = p.all_rows  # the final model is refitted on, and scored on the test rows of, every row
     if splits.y_test is not None:
         if c.refit:
             model = fit_model(result, space, splits, task, classes, columns, seed, refit=True, deadline=p.deadline,
-                              threads=c.evaluation_threads())
+                              threads=p.threads)
             test_pred = model_prediction(model, splits.X_test, task)
         else:
             test_pred = choice.combine([history[i].test_pred for i in choice.members])

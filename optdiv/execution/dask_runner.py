@@ -13,7 +13,9 @@ so an option the engine passes to its Evaluator reaches the workers unchanged. T
 once to every worker.
 
 ``workers=N`` starts a loopback ``LocalCluster`` (N processes, one thread each, no dashboard, no Dask memory
-management: the per-evaluation limit is the evaluator's). Its worker processes are not daemonic (the
+management: the per-evaluation limit is the evaluator's, whose models get ``n_jobs`` cores shared out among the
+workers). Dask's own logs stay off the console while the pool runs (:data:`DASK_LOGGERS`): what fails is an
+evaluation, recorded with its error. Its worker processes are not daemonic (the
 evaluator starts a child process) and its scheduler allows no silent re-runs of a task whose worker died
 (``allowed-failures`` 0), so the search loop decides: ``scheduler=ADDRESS`` uses an existing cluster, whose
 workers must be non-daemonic too (``DASK_DISTRIBUTED__WORKER__DAEMON=False dask worker ADDRESS``) and must
@@ -159,8 +161,27 @@ def _worker_is_daemonic() -> bool:
 # --------------------------------------------------------------------------- driver side
 
 
+#: Loggers of Dask and its network layer. A run that goes well still closes connections under them (workers
+#: ending while the scheduler or the client still talks to them), which they report as tracebacks at ERROR level;
+#: every evaluation's own failure is an observation with its error, so the run keeps them off the console.
+DASK_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
 @contextlib.contextmanager
-def local_cluster(workers: int, silence_logs: int = logging.ERROR):
+def quiet_dask_logs(level: int = logging.CRITICAL):
+    """Raise the driver's Dask loggers to ``level`` while the block runs, then restore them."""
+    saved = {name: logging.getLogger(name).level for name in DASK_LOGGERS}
+    for name in DASK_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+    try:
+        yield
+    finally:
+        for name, old in saved.items():
+            logging.getLogger(name).setLevel(old)
+
+
+@contextlib.contextmanager
+def local_cluster(workers: int, silence_logs: int = logging.CRITICAL):
     """A loopback LocalCluster set up for evaluations (see the module docstring); the settings stay in
     force while it runs, because its nannies read them again when they restart a killed worker."""
     distributed = require_distributed()
@@ -196,6 +217,7 @@ class DaskEvaluationPool:
     def __enter__(self) -> "DaskEvaluationPool":
         distributed = require_distributed()
         began = time.perf_counter()
+        self._stack.enter_context(quiet_dask_logs())  # until the pool is closed: closing is what logs the most
         try:
             if self.scheduler is not None:
                 self.client = self._stack.enter_context(distributed.Client(self.scheduler, timeout=START_TIMEOUT))

@@ -57,7 +57,8 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     """
     began = time.perf_counter()
     deadline = result.deadline if deadline is None else deadline
-    X, y = splits.X_train, splits.y_train
+    fitted_on = splits if result.fitted_on is None else result.fitted_on  # a search on a row sample fitted on that
+    X, y = fitted_on.X_train, fitted_on.y_train
     folds = getattr(splits, "folds", None)
     cross_validated = folds is not None
     report = {"rows": "train+validation" if cross_validated else "train"}

@@ -47,18 +47,21 @@ def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) ->
 
 
 def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
-                   n_folds: Optional[int], started: bool = False, refits_share: float = 1.0) -> float:
+                   n_folds: Optional[int], started: bool = False, refits_share: float = 1.0,
+                   refit_ratio: float = 4 / 3, refits_cap: Optional[float] = None) -> float:
     """Predicted seconds from the end of the search to the end of the call for the final ``members``:
     :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits
     :func:`optdiv.final.fit.fit_model` does.
 
     A k-fold evaluation's ``fit_seconds`` covers k fits on (k-1)/k of the rows, one refit on all rows about
-    1/(k-1) of it (needed only when its fold pipelines are not saved); a refit on train+validation fits a third
-    more rows than the 60 % training part, in a worker process under the deadline
+    1/(k-1) of it (needed only when its fold pipelines are not saved); a refit on train+validation fits
+    ``refit_ratio`` times the rows the member was fitted on (a third more than a 75 % training part; far more when
+    the search fitted on a row sample), in a worker process under the deadline
     (:data:`~optdiv.final.fit.WORKER_REFIT_SAFETY`; :data:`~optdiv.final.fit.REFIT_WORKER_START` unless that worker
     was ``started`` during the search). ``refits_share`` counts that share of those worker refits only: they are
     optional (a member whose refit does not fit stays fitted on train), so an evaluation already running may use
-    the rest (:data:`REFIT_OVERRUN_SHARE`).
+    the rest (:data:`REFIT_OVERRUN_SHARE`). ``refits_cap``: the most seconds those refits are reserved (a search on a
+    row sample, whose refits on every row could otherwise claim the whole budget before the search has begun).
     """
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:
@@ -68,7 +71,10 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
         if digest is None:
             reserve += REFIT_SAFETY * seconds / max(n_folds - 1, 1)
     elif refit:
-        reserve += (0.0 if started else REFIT_WORKER_START) + refits_share * WORKER_REFIT_SAFETY * seconds * 4 / 3
+        refits = WORKER_REFIT_SAFETY * seconds * refit_ratio
+        if refits_cap is not None:
+            refits = min(refits, refits_cap)
+        reserve += (0.0 if started else REFIT_WORKER_START) + refits_share * refits
     elif digest is None:
         reserve += REFIT_SAFETY * seconds
     return reserve
@@ -82,10 +88,11 @@ class FinishReserve:
 
     def __init__(self, deadline: Optional[Deadline], y_val, loss: str, ensemble_size: int, seed: int, refit: bool,
                  n_folds: Optional[int], pipelines: Optional[SavedPipelines], digest: Optional[str],
-                 history: Sequence = (), started: bool = False):
+                 history: Sequence = (), started: bool = False, refit_ratio: float = 4 / 3,
+                 refits_cap: Optional[float] = None):
         self.deadline, self.y_val, self.loss, self.ensemble_size, self.seed = deadline, y_val, loss, ensemble_size, seed
         self.refit, self.n_folds, self.pipelines, self.digest = refit, n_folds, pipelines, digest
-        self.started = started
+        self.started, self.refit_ratio, self.refits_cap = started, refit_ratio, refits_cap
         self.latest: Sequence = history  # the history as the loop last handed it over
         self.computed: Optional[tuple] = None  # (history key, seconds, seconds less the overrun) last computed
 
@@ -100,7 +107,8 @@ class FinishReserve:
         if self.computed is None or self.computed[0] != key:
             members = likely_members(self.latest, self.y_val, self.loss, self.ensemble_size, self.seed)
             both = [finish_reserve(members, self.pipelines, self.digest, self.refit, self.n_folds,
-                                   started=self.started, refits_share=share)
+                                   started=self.started, refits_share=share, refit_ratio=self.refit_ratio,
+                                   refits_cap=self.refits_cap)
                     for share in (1.0, 1.0 - REFIT_OVERRUN_SHARE)]
             self.computed = (key, *both)
         return self.computed[2 if overrun else 1]

@@ -167,6 +167,20 @@ def test_two_workers_complete_the_budget(tmp_path, splits):
 
 
 @needs_dask
+@pytest.mark.timeout(240)
+def test_a_run_on_a_local_cluster_keeps_dask_s_logs_off_the_console(tmp_path, frame):
+    csv = tmp_path / "data.csv"
+    frame.to_csv(csv, index=False)
+    done = subprocess.run([sys.executable, "-m", "optdiv", "run", "--data", str(csv), "--target", "target", "--budget",
+                           "6", "--workers", "2", "--out", str(tmp_path / "run"), "--quiet"],
+                          capture_output=True, text=True, timeout=220)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "6 evaluations" in done.stdout
+    for noise in ("Traceback", "CommClosedError", "distributed.", "Exception"):
+        assert noise not in done.stderr, done.stderr[-3000:]
+
+
+@needs_dask
 @pytest.mark.timeout(150)
 @pytest.mark.timing
 def test_killed_worker_loses_its_evaluation_once_then_it_fails(splits):

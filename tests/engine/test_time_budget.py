@@ -325,3 +325,10 @@ def test_the_search_starts_the_refit_worker_and_reserves_the_likely_members_refi
     assert half == pytest.approx(FINISH_SECONDS + 2.0 * len(members))  # what a late evaluation may not take
     assert finish_reserve(members, None, None, False, None, refits_share=0.5) == pytest.approx(
         FINISH_SECONDS + 1.5 * 3.0 * len(members))  # refits in this process are not optional: all kept
+    # members searched on a 50,000-row sample of 800,000 rows: their refits see 16 times the rows, within a cap
+    sampled = finish_reserve(members, None, None, True, None, started=True, refit_ratio=16.0)
+    assert sampled == pytest.approx(FINISH_SECONDS + 48.0 * len(members))
+    capped = finish_reserve(members, None, None, True, None, started=True, refit_ratio=16.0, refits_cap=10.0)
+    assert capped == pytest.approx(FINISH_SECONDS + 10.0)
+    assert finish_reserve(members, None, None, True, None, started=True, refits_share=0.5, refit_ratio=16.0,
+                          refits_cap=10.0) == pytest.approx(FINISH_SECONDS + 5.0)

@@ -11,7 +11,7 @@ from sklearn.svm import SVC
 from optdiv.config import RunConfig
 from optdiv.data import Splits
 from optdiv.evaluation.evaluator import Evaluator
-from optdiv.evaluation.threads import (ThreadedBuild, available_cores, resolve_n_jobs, set_model_threads,
+from optdiv.evaluation.threads import (THREADED_MIN_ROWS, ThreadedBuild, available_cores, resolve_n_jobs, set_model_threads,
                                        with_threads)
 from optdiv.final.fit import _fitted
 
@@ -93,3 +93,5 @@ def test_the_product_uses_every_core_and_a_dask_cluster_shares_them(monkeypatch)
     assert RunConfig.product(workers=16).evaluation_threads() == 1
     assert RunConfig.product(scheduler="tcp://x:8786").evaluation_threads() == 1
     assert RunConfig.product(n_jobs=3).evaluation_threads() == 3
+    assert RunConfig.product().evaluation_threads(rows=THREADED_MIN_ROWS) == 8
+    assert RunConfig.product().evaluation_threads(rows=THREADED_MIN_ROWS - 1) == 1  # threads cost more than they save

@@ -1,0 +1,231 @@
+"""What more cores and more rows buy: optdiv's defaults on 1, 2 and all cores at equal wall time, LightGBM beside.
+
+Each fit runs in a subprocess pinned to its cores (CPU affinity, which the estimator's ``n_jobs=-1`` reads), on one
+80/20 split per (data, seed), stratified for classification, shuffled for regression::
+
+    python benchmarks/scale.py run --data synthetic:10000,synthetic:100000,synthetic:1000000 --cores 1,2 \\
+        --seconds 200 --seeds 0 --out runs/scale
+    python benchmarks/scale.py run --data-dir ../shared/datasets --data all --cores 1,all --seconds 60 --out runs/cores
+    python benchmarks/scale.py report --out runs/scale
+
+``synthetic:N`` is ``make_classification(n_samples=N, n_features=30, n_informative=12, n_redundant=6, flip_y=0.03,
+class_sep=0.8, random_state=0)``; other names are CSV files of ``--data-dir`` (last column the target). Per fit it
+records the test error (%, or MSE), the evaluations and how many failed, the wall time against the budget, and the
+peak resident memory of the driver and of its largest worker; ``lightgbm`` is ``LGBMClassifier()`` /
+``LGBMRegressor()`` at their defaults on the same cores and rows. A rerun skips the fits already in
+``OUT/results.jsonl``. ``report`` writes ``OUT/table.md`` with a Wilcoxon test of the most cores against one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve()
+REPO = SCRIPT.parents[1]
+SYNTHETIC = "synthetic:"
+
+
+def available_cores() -> list:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return list(range(os.cpu_count() or 1))
+
+
+def parse_cores(text: str) -> list:
+    n = len(available_cores())
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        count = n if part == "all" else int(part)
+        if not 1 <= count <= n:
+            raise ValueError(f"--cores {part}: this machine has {n} cores")
+        if count not in out:
+            out.append(count)
+    return out
+
+
+def load(data: str, data_dir: str, seed: int):
+    """(X_train, y_train, X_test, y_test, task) of one 80/20 split."""
+    import numpy as np
+    import pandas as pd
+    from sklearn.model_selection import train_test_split
+
+    if data.startswith(SYNTHETIC):
+        from sklearn.datasets import make_classification
+
+        X, y = make_classification(n_samples=int(data[len(SYNTHETIC):]), n_features=30, n_informative=12,
+                                   n_redundant=6, flip_y=0.03, class_sep=0.8, random_state=0)
+        X = pd.DataFrame(X.astype(np.float32), columns=[f"x{i}" for i in range(X.shape[1])])
+        task = "classification"
+    else:
+        frame = pd.read_csv(Path(data_dir) / f"{data}.csv")
+        X, y = frame.iloc[:, :-1], frame.iloc[:, -1].to_numpy()
+        task = "classification" if frame.iloc[:, -1].dtype == object or len(np.unique(y)) <= 30 else "regression"
+    stratify = y if task == "classification" else None
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=seed, stratify=stratify)
+    return X_train, y_train, X_test, y_test, task
+
+
+def score(task: str, y_test, pred) -> float:
+    import numpy as np
+
+    if task == "classification":
+        return float(np.mean(np.asarray(pred) != np.asarray(y_test)) * 100.0)
+    return float(np.mean((np.asarray(pred, dtype=float) - np.asarray(y_test, dtype=float)) ** 2))
+
+
+def fit(job: dict) -> dict:
+    """One pinned fit (runs in the subprocess)."""
+    os.sched_setaffinity(0, available_cores()[: job["cores"]])  # before the libraries start their thread pools
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    X_train, y_train, X_test, y_test, task = load(job["data"], job["data_dir"], job["seed"])
+    out = {**job, "task": task, "rows": len(X_train) + len(X_test), "status": "ok"}
+    began = time.perf_counter()
+    if job["system"] == "lightgbm":
+        import lightgbm
+
+        cls = lightgbm.LGBMClassifier if task == "classification" else lightgbm.LGBMRegressor
+        model = cls(n_jobs=job["cores"], verbose=-1, random_state=job["seed"]).fit(X_train, y_train)
+        out.update(wall_seconds=time.perf_counter() - began, test_error=score(task, y_test, model.predict(X_test)))
+        return out
+    from optdiv.sklearn import OptDivClassifier, OptDivRegressor
+
+    cls = OptDivClassifier if task == "classification" else OptDivRegressor
+    model = cls(time_budget=job["seconds"], seed=job["seed"], **job.get("options", {})).fit(X_train, y_train)
+    wall = time.perf_counter() - began
+    history = model.result_.history
+    memory = model.result_.info.get("peak_memory_mb") or {}
+    out.update(wall_seconds=wall, test_error=score(task, y_test, model.predict(X_test)), evaluations=len(history),
+               failed=sum(obs.status not in ("ok", "infeasible") for obs in history),
+               threads=model.result_.info.get("threads"), driver_mb=memory.get("driver"),
+               worker_mb=memory.get("largest_worker"),
+               failures=sorted({(obs.error or obs.status).splitlines()[-1][:120] for obs in history
+                                if obs.status not in ("ok", "infeasible")})[:5])
+    return out
+
+
+def run(args) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = out / "results.jsonl"
+    done = set()
+    if results.exists():
+        for line in results.read_text().splitlines():
+            r = json.loads(line)
+            done.add((r["data"], r["cores"], r["seed"], r["system"]))
+    names = [d.strip() for d in args.data.split(",") if d.strip()]
+    if names == ["all"]:
+        names = sorted(p.stem for p in Path(args.data_dir).glob("*.csv"))
+    options = json.loads(args.options) if args.options else {}
+    for data in names:
+        for seed in [int(s) for s in args.seeds.split(",")]:
+            for cores in parse_cores(args.cores):
+                for system in ("optdiv", "lightgbm"):
+                    if (data, cores, seed, system) in done:
+                        continue
+                    job = {"data": data, "data_dir": args.data_dir, "seed": seed, "cores": cores, "system": system,
+                           "seconds": args.seconds, "options": options}
+                    began = time.perf_counter()
+                    proc = subprocess.run([sys.executable, str(SCRIPT), "fit", json.dumps(job)], capture_output=True,
+                                          text=True, timeout=args.seconds * 3 + 600)
+                    try:
+                        record = json.loads(proc.stdout.strip().splitlines()[-1])
+                    except (IndexError, ValueError):
+                        record = {**job, "status": "failed", "error": proc.stderr[-2000:]}
+                    record["process_seconds"] = time.perf_counter() - began
+                    record["console_lines"] = len([ln for ln in proc.stderr.splitlines() if ln.strip()])
+                    with results.open("a") as fh:
+                        fh.write(json.dumps(record) + "\n")
+                    print(f"{data} seed {seed} {cores} cores {system}: {record.get('test_error')} "
+                          f"({record.get('evaluations')} evaluations, {record.get('failed')} failed, "
+                          f"{record.get('wall_seconds', 0):.0f} s)", file=sys.stderr, flush=True)
+    return 0
+
+
+def report(args) -> int:
+    from statistics import mean
+
+    records = [json.loads(line) for line in (Path(args.out) / "results.jsonl").read_text().splitlines()]
+    ok = [r for r in records if r.get("status") == "ok"]
+    rows = ["| data | cores | optdiv test error | evaluations | failed | wall s (budget) | driver MB | largest worker MB "
+            "| LightGBM defaults | seeds |", "|---|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["data"], r["cores"]) for r in ok}, key=lambda k: (k[0], k[1]))
+    for data, cores in keys:
+        mine = [r for r in ok if r["data"] == data and r["cores"] == cores and r["system"] == "optdiv"]
+        light = [r for r in ok if r["data"] == data and r["cores"] == cores and r["system"] == "lightgbm"]
+        if not mine:
+            continue
+        lightgbm = "-"
+        if light:
+            lightgbm = (f"{mean(r['test_error'] for r in light):.3f} in "
+                        f"{mean(r['wall_seconds'] for r in light):.0f} s")
+        rows.append(f"| {data} | {cores} | {mean(r['test_error'] for r in mine):.3f} "
+                    f"| {mean(r['evaluations'] for r in mine):.0f} | {mean(r['failed'] for r in mine):.1f} "
+                    f"| {max(r['wall_seconds'] for r in mine):.0f} ({mine[0]['seconds']:.0f}) "
+                    f"| {max(r['driver_mb'] or 0 for r in mine):.0f} | {max(r['worker_mb'] or 0 for r in mine):.0f} "
+                    f"| {lightgbm} | {len(mine)} |")
+    lines = ["# optdiv's defaults by cores and rows", "", *rows, ""]
+    cores = sorted({r["cores"] for r in ok})
+    if len(cores) > 1:
+        few, most = cores[0], cores[-1]
+        pairs = {}
+        for r in ok:
+            if r["system"] == "optdiv" and r["cores"] in (few, most):
+                pairs.setdefault((r["data"], r["seed"]), {})[r["cores"]] = r["test_error"]
+        diffs = [p[most] - p[few] for p in pairs.values() if few in p and most in p]
+        lower, higher = sum(d < 0 for d in diffs), sum(d > 0 for d in diffs)
+        line = f"{most} cores against {few}: lower in {lower}, higher in {higher} of {len(diffs)} (data, seed) pairs"
+        nonzero = [d for d in diffs if d != 0]
+        if len(nonzero) >= 2:
+            from scipy.stats import wilcoxon
+
+            line += f", Wilcoxon p = {wilcoxon(nonzero).pvalue:.3g}"
+        lines.append(line + ".")
+    late = [r for r in ok if r["system"] == "optdiv" and abs(r["wall_seconds"] - r["seconds"]) > 10]
+    lines.append(f"Fits ending more than 10 s from their budget: {len(late)} of "
+                 f"{sum(r['system'] == 'optdiv' for r in ok)}.")
+    text = "\n".join(lines) + "\n"
+    (Path(args.out) / "table.md").write_text(text)
+    print(text)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    runner = sub.add_parser("run")
+    runner.add_argument("--data", default="synthetic:10000,synthetic:100000",
+                        help="comma-separated: synthetic:ROWS or CSV names of --data-dir, or 'all'")
+    runner.add_argument("--data-dir", default=str(REPO.parent / "shared" / "datasets"))
+    runner.add_argument("--cores", default="1,all", help="comma-separated core counts, 'all' for every core")
+    runner.add_argument("--seconds", type=float, default=120.0)
+    runner.add_argument("--seeds", default="0")
+    runner.add_argument("--options", help="optdiv constructor options as JSON, e.g. '{\"n_jobs\": 1}'")
+    runner.add_argument("--out", default="runs/scale")
+    reporter = sub.add_parser("report")
+    reporter.add_argument("--out", default="runs/scale")
+    one = sub.add_parser("fit")
+    one.add_argument("job")
+    args = parser.parse_args(argv)
+    if args.command == "fit":
+        try:
+            record = fit(json.loads(args.job))
+        except BaseException as exc:  # noqa: BLE001 - one failed fit is a record, not a lost run
+            record = {**json.loads(args.job), "status": "failed", "error": f"{type(exc).__name__}: {exc}",
+                      "traceback": traceback.format_exc()[-3000:]}
+        print(json.dumps(record), flush=True)
+        return 0
+    return run(args) if args.command == "run" else report(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
