@@ -68,7 +68,7 @@ from optdiv import sklearn_inputs
 from optdiv.budget import deadline_for
 from optdiv.config import RunConfig
 from optdiv.engine.search import search
-from optdiv.execution.memory import peak_memory_mb
+from optdiv.evaluation.memory import peak_memory_mb
 from optdiv.final.fit import fit_model
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from optdiv.budget import Deadline
 from optdiv.data import Splits
 from optdiv.evaluation.pipelines import SavedPipelines
-from optdiv.execution.memory import peak_memory_mb
+from optdiv.evaluation.memory import peak_memory_mb
 from optdiv.final.choice import Stacker
 from optdiv.final.model import EnsembleModel
 from optdiv.spaces.base import SearchSpace
@@ -45,7 +45,7 @@ class SearchResult:
 
 def result_summary(result: SearchResult, dataset_name: str, task: str) -> Dict:
     """The result.json schema (``peak_memory_mb``: the process's and its largest worker's peak so far, see
-    optdiv.execution.memory)."""
+    optdiv.evaluation.memory)."""
     history = result.history
     return {
         "method": result.info["method"],

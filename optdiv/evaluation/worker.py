@@ -54,6 +54,7 @@ from typing import Optional
 import numpy as np
 
 from optdiv.evaluation.fitting import error_text, fit_predict
+from optdiv.evaluation.memory import note_worker_peak, own_peak_mb
 
 #: Seconds a worker may take to start (imports and receiving the splits) before it is given up.
 START_TIMEOUT = 120.0
@@ -99,6 +100,7 @@ def _worker_main(conn) -> None:
 
             result = fit_predict(build, splits, task, n_classes, seed, config, on_fold=report_fold,
                                   save_to=save_to)
+            result["peak_mb"] = own_peak_mb()  # the driver keeps the largest (optdiv.evaluation.memory)
             try:
                 conn.send((task_id, result))
             except (EOFError, OSError, BrokenPipeError):
@@ -216,6 +218,8 @@ class Worker:
                 try:
                     msg = self.conn.recv()
                     self.busy = False
+                    if isinstance(msg, tuple) and len(msg) == 2 and isinstance(msg[1], dict):
+                        note_worker_peak(msg[1].get("peak_mb"))
                     return "msg", msg
                 except (EOFError, OSError):
                     pass

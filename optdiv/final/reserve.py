@@ -61,7 +61,8 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     was ``started`` during the search). ``refits_share`` counts that share of those worker refits only: they are
     optional (a member whose refit does not fit stays fitted on train), so an evaluation already running may use
     the rest (:data:`REFIT_OVERRUN_SHARE`). ``refits_cap``: the most seconds those refits are reserved (a search on a
-    row sample, whose refits on every row could otherwise claim the whole budget before the search has begun).
+    row sample, whose refits on every row could otherwise claim the whole budget before the search has begun); a member
+    whose own refit is predicted over the cap is left out of it, since it will stay fitted on the sample.
     """
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:
@@ -72,8 +73,9 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
             reserve += REFIT_SAFETY * seconds / max(n_folds - 1, 1)
     elif refit:
         refits = WORKER_REFIT_SAFETY * seconds * refit_ratio
-        if refits_cap is not None:
-            refits = min(refits, refits_cap)
+        if refits_cap is not None:  # a member whose own refit is over the cap is never refitted: nothing kept for it
+            each = [WORKER_REFIT_SAFETY * obs.fit_seconds * refit_ratio for obs in members]
+            refits = min(sum(t for t in each if t <= refits_cap), refits_cap)
         reserve += (0.0 if started else REFIT_WORKER_START) + refits_share * refits
     elif digest is None:
         reserve += REFIT_SAFETY * seconds
@@ -95,6 +97,7 @@ class FinishReserve:
         self.started, self.refit_ratio, self.refits_cap = started, refit_ratio, refits_cap
         self.latest: Sequence = history  # the history as the loop last handed it over
         self.computed: Optional[tuple] = None  # (history key, seconds, seconds less the overrun) last computed
+        self.members: List = []  # the likely final members of the history last computed
 
     def follow(self, history: Sequence) -> None:
         """The history after a recorded evaluation: the next :meth:`seconds` plans for it."""
@@ -104,11 +107,16 @@ class FinishReserve:
         """Predicted seconds of building the final model from the history as it stands; ``overrun``: less the
         refits a late evaluation may take (:data:`REFIT_OVERRUN_SHARE`)."""
         key = (len(self.latest), self.latest[-1].index if self.latest else None)
-        if self.computed is None or self.computed[0] != key:
-            members = likely_members(self.latest, self.y_val, self.loss, self.ensemble_size, self.seed)
-            both = [finish_reserve(members, self.pipelines, self.digest, self.refit, self.n_folds,
+        cap = self.refits_cap
+        if cap is not None and self.deadline is not None:
+            # a refit longer than the time left will not happen: keeping time for it would only end the search
+            cap = max(0.0, min(cap, self.deadline.left() - FINISH_SECONDS))
+        if self.computed is None or self.computed[0] != key or cap != self.refits_cap:
+            if self.computed is None or self.computed[0] != key:
+                self.members = likely_members(self.latest, self.y_val, self.loss, self.ensemble_size, self.seed)
+            both = [finish_reserve(self.members, self.pipelines, self.digest, self.refit, self.n_folds,
                                    started=self.started, refits_share=share, refit_ratio=self.refit_ratio,
-                                   refits_cap=self.refits_cap)
+                                   refits_cap=cap)
                     for share in (1.0, 1.0 - REFIT_OVERRUN_SHARE)]
             self.computed = (key, *both)
         return self.computed[2 if overrun else 1]

@@ -328,7 +328,10 @@ def test_the_search_starts_the_refit_worker_and_reserves_the_likely_members_refi
     # members searched on a 50,000-row sample of 800,000 rows: their refits see 16 times the rows, within a cap
     sampled = finish_reserve(members, None, None, True, None, started=True, refit_ratio=16.0)
     assert sampled == pytest.approx(FINISH_SECONDS + 48.0 * len(members))
-    capped = finish_reserve(members, None, None, True, None, started=True, refit_ratio=16.0, refits_cap=10.0)
-    assert capped == pytest.approx(FINISH_SECONDS + 10.0)
+    capped = finish_reserve(members, None, None, True, None, started=True, refit_ratio=16.0, refits_cap=60.0)
+    assert capped == pytest.approx(FINISH_SECONDS + min(60.0, 48.0 * len(members)))
     assert finish_reserve(members, None, None, True, None, started=True, refits_share=0.5, refit_ratio=16.0,
-                          refits_cap=10.0) == pytest.approx(FINISH_SECONDS + 5.0)
+                          refits_cap=60.0) == pytest.approx(FINISH_SECONDS + min(30.0, 24.0 * len(members)))
+    # each refit alone over the cap: none will happen, so none is kept time for
+    assert finish_reserve(members, None, None, True, None, started=True, refit_ratio=16.0,
+                          refits_cap=40.0) == pytest.approx(FINISH_SECONDS)

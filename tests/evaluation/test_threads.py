@@ -95,3 +95,20 @@ def test_the_product_uses_every_core_and_a_dask_cluster_shares_them(monkeypatch)
     assert RunConfig.product(n_jobs=3).evaluation_threads() == 3
     assert RunConfig.product().evaluation_threads(rows=THREADED_MIN_ROWS) == 8
     assert RunConfig.product().evaluation_threads(rows=THREADED_MIN_ROWS - 1) == 1  # threads cost more than they save
+
+
+def test_the_peak_memory_of_the_driver_and_of_its_largest_worker_is_reported():
+    from optdiv.evaluation import memory
+
+    splits = _splits()
+    with Evaluator(forest, splits, "classification", "error") as ev:
+        assert ev.evaluate({"trees": 3}, 0).status == "ok"
+    peaks = memory.peak_memory_mb()
+    if peaks is None or memory.own_peak_mb() is None:
+        pytest.skip("this OS does not report peak memory")
+    assert peaks["driver"] > 10 and 10 < peaks["largest_worker"] < 4000  # a worker's own peak, not its parent's
+    memory.note_worker_peak(1e9)
+    assert memory.peak_memory_mb()["largest_worker"] == 1e9
+    memory.note_worker_peak(None)  # a worker that could not say changes nothing
+    assert memory.peak_memory_mb()["largest_worker"] == 1e9
+    memory._LARGEST_WORKER[0] = peaks["largest_worker"]
