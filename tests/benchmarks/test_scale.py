@@ -1,0 +1,72 @@
+"""benchmarks/scale.py: core counts, the split, one pinned fit of each system, and the report's pairing."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+
+def test_core_counts_are_checked_against_the_machine(script, monkeypatch):
+    scale = script("scale")
+    monkeypatch.setattr(scale, "available_cores", lambda: [0, 1, 2, 3])
+    assert scale.parse_cores("1,all,2,4") == [1, 4, 2]  # "all" is 4 here; each count once
+    with pytest.raises(ValueError, match="this machine has 4 cores"):
+        scale.parse_cores("8")
+
+
+def test_the_synthetic_table_is_split_stratified_per_seed(script):
+    scale = script("scale")
+    X_train, y_train, X_test, y_test, task = scale.load("synthetic:2000", "", seed=1)
+    assert task == "classification" and X_train.shape == (1600, 30) and len(y_test) == 400
+    assert abs(y_train.mean() - y_test.mean()) < 0.01
+    again = scale.load("synthetic:2000", "", seed=1)[0]
+    assert list(again.index) == list(X_train.index)
+    assert list(scale.load("synthetic:2000", "", seed=2)[0].index) != list(X_train.index)
+
+
+@pytest.mark.timeout(300)
+def test_one_pinned_fit_of_each_system_is_recorded(script):
+    scale = script("scale")
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("pinning a fit to its cores needs sched_setaffinity (Linux)")
+    pinned = os.sched_getaffinity(0)
+    try:
+        _fit_each_system(scale)
+    finally:
+        os.sched_setaffinity(0, pinned)  # fit() pins the calling process: this test's is pytest's
+
+
+def _fit_each_system(scale):
+    job = {"data": "synthetic:3000", "data_dir": "", "seed": 0, "cores": 1, "seconds": 25.0,
+           "options": {"space": "autosklearn"}}
+    light = scale.fit({**job, "system": "lightgbm"})
+    assert light["status"] == "ok" and 0 <= light["test_error"] < 30
+    mine = scale.fit({**job, "system": "optdiv"})
+    assert mine["status"] == "ok" and 0 <= mine["test_error"] < 30 and mine["evaluations"] >= 1
+    assert mine["threads"] == 1 and mine["wall_seconds"] < 25 + 15
+    assert mine["driver_mb"] > 50 and mine["worker_mb"] > 10
+
+
+def test_the_report_pairs_the_most_cores_with_one(script, tmp_path, capsys):
+    scale = script("scale")
+    records = []
+    for seed, (one, two) in enumerate([(5.0, 4.0), (6.0, 5.5), (7.0, 7.5), (5.0, 4.5)]):
+        for cores, error in ((1, one), (2, two)):
+            records.append({"data": "d", "seed": seed, "cores": cores, "system": "optdiv", "status": "ok",
+                            "test_error": error, "evaluations": 10, "failed": 0, "wall_seconds": 60.0 - 12 * (seed == 0),
+                            "seconds": 60.0, "driver_mb": 100.0, "worker_mb": 200.0})
+            records.append({"data": "d", "seed": seed, "cores": cores, "system": "lightgbm", "status": "ok",
+                            "test_error": 8.0, "wall_seconds": 1.0})
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    class Args:
+        out = str(tmp_path)
+
+    scale.report(Args)
+    table = (tmp_path / "table.md").read_text()
+    assert "| d | 1 | 5.750 | 10 | 0.0 | 60 (60) | 100 | 200 | 8.000 in 1 s | 4 |" in table
+    assert "| d | 2 | 5.375 |" in table
+    assert "2 cores against 1: lower in 3, higher in 1 of 4 (data, seed) pairs, Wilcoxon p = " in table
+    assert "Fits ending more than 10 s from their budget: 2 of 8." in table
