@@ -8,7 +8,7 @@ from typing import Callable, Dict, Optional
 
 from optdiv.budget import resolve_time_limit
 from optdiv.config import RunConfig
-from optdiv.data import cross_validation_view, load_dataset, resolve_cv, split
+from optdiv.data import cross_validation_view, load_dataset, resolve_cv, resolve_search_rows, split
 from optdiv.engine.result import result_summary
 from optdiv.engine.search import search
 from optdiv.evaluation.constraints import parse_constraints
@@ -57,6 +57,9 @@ def run(
         splits = cross_validation_view(splits, cv, config.seed, dataset.task)
     store = MemoryStore() if out is None else RunStore(out)
     settings = {"data": str(data), "target": target, "task": dataset.task, "seed": config.seed, **config.settings()}
+    sample = None if cv is not None else resolve_search_rows(config.search_rows, config.time_budget)
+    if sample is not None and len(splits.y_train) > sample:  # the search fits on a row sample (optdiv.data): a
+        settings["search_rows"] = sample  # resume must draw the same one, so its validation rows stay the same
     if resume:
         store.check_meta(_as_stored(settings, store.read_meta()), ignore=("budget",))  # the budget may grow
     elif len(store) > 0:

@@ -77,3 +77,22 @@ def test_under_a_time_budget_the_refit_worker_refits_the_sampled_members_on_ever
     final = clf.result_.info["final_model"]
     assert final["rows"] == "train+validation" and final["refitted"] == len(clf.ensemble_.members)
     assert all(_rows_fitted(member) == 480 for member in clf.ensemble_.members)
+
+
+def test_a_run_searched_on_a_sample_resumes_only_with_the_same_sample(tmp_path):
+    from optdiv.config import RunConfig
+    from optdiv.engine.run import run
+    from optdiv.storage.base import RunStoreError
+
+    csv = tmp_path / "bc.csv"
+    load_breast_cancer(as_frame=True).frame.to_csv(csv, index=False)
+    out = tmp_path / "run"
+    config = RunConfig.product(method="rs", budget=2, cv=None, search_rows=100, portfolio=None, n_jobs=1)
+    result, summary = run(str(csv), target="target", out=str(out), config=config)
+    assert result.info["search_rows"]["train"] == 100 and summary["n_evaluations"] == 2
+    import json
+    assert json.loads((out / "meta.json").read_text())["search_rows"] == 100
+    with pytest.raises(RunStoreError, match="search_rows"):
+        run(str(csv), target="target", out=str(out), resume=True, config=config.replace(search_rows=150, budget=3))
+    result, summary = run(str(csv), target="target", out=str(out), resume=True, config=config.replace(budget=3))
+    assert summary["n_evaluations"] == 3
