@@ -398,6 +398,8 @@ def _fit_optdiv(job, X, y, X_test):
                                     f"(benchmarks/portfolio.py leave-out writes one per dataset)")
         options["portfolio"] = str(path)
     began = time.perf_counter()
+    if "n_jobs" in cls().get_params() and "n_jobs" not in options:
+        options["n_jobs"] = 1  # one core, as every peer (the product default takes all of them)
     model = cls(budget=None, time_budget=job["seconds"], seed=job["seed"], **options)
     model.fit(X, y)
     wall = time.perf_counter() - began
