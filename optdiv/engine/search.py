@@ -245,7 +245,8 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     sample = resolve_search_rows(c.search_rows, time_budget)
     if evaluator is None and folds is None and sample is not None and len(splits.y_train) > sample:
         all_rows, splits = splits, row_sample_view(splits, sample, seed, task)
-    threads = c.evaluation_threads(len(splits.y_train))  # each evaluation's (and each final refit's) threads
+    rows = None if splits.y_train is None else len(splits.y_train)  # a replay's splits may hold no rows
+    threads = c.evaluation_threads(rows)  # each evaluation's (and each final refit's) threads
     pipelines = None
     if evaluator is None:
         if c.scheduler is None:  # a remote cluster's workers cannot write into this machine's folder
@@ -265,9 +266,12 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                             np.concatenate([rows.y_train, rows.y_val]), task, n_classes, seed, pipelines,
                             deadline, threads=threads)
     refit_rows = splits if all_rows is None else all_rows
+    refit_ratio = 4 / 3  # train+validation over train (a replay's splits may hold no rows)
+    if refit_rows.y_train is not None and refit_rows.y_val is not None and splits.y_train is not None:
+        refit_ratio = (len(refit_rows.y_train) + len(refit_rows.y_val)) / max(len(splits.y_train), 1)
     reserve = FinishReserve(deadline, splits.y_val, ensemble_loss or loss, c.ensemble_size, seed, c.refit, n_folds,
                             pipelines, digest, history, started=refitter is not None,
-                            refit_ratio=(len(refit_rows.y_train) + len(refit_rows.y_val)) / max(len(splits.y_train), 1),
+                            refit_ratio=refit_ratio,
                             refits_cap=None if all_rows is None or time_budget is None else SAMPLE_REFITS_SHARE * time_budget)
     try:
         # cost-aware suggestion weighs candidates by the search's time left; ADMM weighs the constraints themselves

@@ -87,6 +87,12 @@ class ThreadedBuild:
     def __call__(self, config: dict, seed: int) -> Any:
         return set_model_threads(self.build(config, seed), self.threads)
 
+    def __eq__(self, other) -> bool:  # an evaluator rebuilt from another's settings has an equal build
+        return isinstance(other, ThreadedBuild) and (self.build, self.threads) == (other.build, other.threads)
+
+    def __hash__(self) -> int:
+        return hash((self.build, self.threads))
+
     def __repr__(self) -> str:
         return f"ThreadedBuild({self.build!r}, threads={self.threads})"
 

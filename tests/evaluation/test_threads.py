@@ -42,7 +42,9 @@ def test_n_jobs_follows_scikit_learn_s_convention(monkeypatch):
 def test_thread_options_are_set_where_they_mean_threads_nested_estimators_included():
     bag = BaggingClassifier(RandomForestClassifier(n_jobs=1), n_jobs=1)
     set_model_threads(bag, 4)
-    assert bag.estimator.n_jobs == 4  # a forest's jobs are threads
+    params = bag.get_params(deep=False)
+    inner = params["estimator"] if "estimator" in params else params["base_estimator"]  # its name before sklearn 1.2
+    assert inner.n_jobs == 4  # a forest's jobs are threads
     assert bag.n_jobs == 1  # bagging's are processes, which outlive the fit
     assert set_model_threads(LogisticRegression(n_jobs=None), 2).n_jobs is None  # one-vs-rest processes too
     svc = set_model_threads(SVC(), 4)  # no thread option: unchanged, no error
@@ -56,6 +58,7 @@ def test_a_threaded_build_pickles_and_unwraps_to_one_thread():
     assert isinstance(threaded, ThreadedBuild) and threaded({}, 0).n_jobs == 3
     again = pickle.loads(pickle.dumps(threaded))
     assert again({"trees": 2}, 1).n_jobs == 3 and again({"trees": 2}, 1).n_estimators == 2
+    assert again == threaded and hash(again) == hash(threaded) and again != ThreadedBuild(forest, 2)
     assert with_threads(threaded, 1) is forest  # one thread: the plain build
     assert with_threads(threaded, 5).build is forest  # never wrapped twice
     assert with_threads(forest, None) is forest
