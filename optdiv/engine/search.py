@@ -258,14 +258,13 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     digest = evaluator.rows_digest  # None: nothing is saved (cross-validation, a replay)
     history = store.load()
     refitter = None  # the final refits' worker, started now so its start-up runs beside the search
+    refit_rows = splits if all_rows is None else all_rows  # the rows the final members are refitted on
     if c.refit and deadline is not None and pipelines is not None and folds is None and digest is not None:
         import pandas as pd
 
-        rows = splits if all_rows is None else all_rows
-        refitter = Refitter(space, pd.concat([rows.X_train, rows.X_val], axis=0),
-                            np.concatenate([rows.y_train, rows.y_val]), task, n_classes, seed, pipelines,
+        refitter = Refitter(space, pd.concat([refit_rows.X_train, refit_rows.X_val], axis=0),
+                            np.concatenate([refit_rows.y_train, refit_rows.y_val]), task, n_classes, seed, pipelines,
                             deadline, threads=threads)
-    refit_rows = splits if all_rows is None else all_rows
     refit_ratio = 4 / 3  # train+validation over train (a replay's splits may hold no rows)
     if refit_rows.y_train is not None and refit_rows.y_val is not None and splits.y_train is not None:
         refit_ratio = (len(refit_rows.y_train) + len(refit_rows.y_val)) / max(len(splits.y_train), 1)
