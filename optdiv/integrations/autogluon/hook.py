@@ -39,6 +39,13 @@ MIN_MODEL_SECONDS = 1.5
 #: ensembling over every model generalises better than over phase 1's (:func:`switch_confidence_heldout`): phase 2
 #: picks its models by their scores on the other rows, so a higher score there is partly the picking.
 SWITCH_CONFIDENCE = 0.9
+#: Folds of the bagged fit the hook asks for when your settings leave bagging open (AutoGluon's own count when its
+#: presets stack). Out-of-fold predictions cover every training row, so the search is steered and the switch is
+#: checked on all of them instead of a holdout's few thousand, and each model becomes an average of fold models.
+BAG_FOLDS = 8
+#: Refit time predicted from the first fit: its fit time x the rows' growth x this margin (boosters refit for the
+#: rounds early stopping found; the margin covers a slower refit, e.g. on a loaded machine).
+REFIT_MARGIN = 1.5
 #: fit keywords the hook cannot honour, with the reason.
 _REFUSED = {
     "infer_limit": "the final ensemble is chosen on validation score alone, not under an inference-time limit",
@@ -92,6 +99,8 @@ class AutoGluonSearch:
         self.phase1_seconds = phase1_seconds
         self.seconds = seconds
         self.check: Optional[np.ndarray] = check
+        #: the final model refitted on the training and tuning rows (``refit="auto"``), None when not refitted
+        self.refitted: Optional[str] = None
 
     @property
     def models(self) -> List[str]:
@@ -129,6 +138,8 @@ def fit(
     n_initial: int = 5,
     n_candidates: int = 5000,
     switch_confidence: float = SWITCH_CONFIDENCE,
+    bagging=False,
+    refit="auto",
     callback: Optional[Callable[[Trial], Any]] = None,
     **fit_kwargs,
 ) -> AutoGluonSearch:
@@ -146,6 +157,14 @@ def fit(
     is at least ``switch_confidence`` sure that it generalises better (0: the score alone); then AutoGluon's post-fit steps the arguments ask for run, and the predictor is
     saved (``TabularPredictor.load`` gives it back). ``time_limit`` defaults to the presets' own, else
     :data:`DEFAULT_TIME_LIMIT`.
+    ``refit``: ``"auto"`` refits the final model (and its members) on the training and tuning rows together with
+    AutoGluon's ``refit_full``, as the standalone engine refits its members, when the models were scored on a
+    holdout, your keywords and presets leave ``refit_full`` open, and the predicted refit fits in the time left (the
+    search keeps that time back); ``False`` never.
+    ``bagging``: ``"auto"`` bags both phases with :data:`BAG_FOLDS` folds unless your keywords or presets decide
+    bagging (``num_bag_folds``, ``auto_stack``), in which case they are kept; ``tuning_data`` then joins the
+    training rows (every row gets out-of-fold predictions). An integer >= 2 sets the folds; ``False`` (the default:
+    bagging bought no measured gain at equal time) keeps AutoGluon's settings as you gave them.
     ``callback(trial)`` is called after every phase-2 model. Stacking works; phase-2 models join level 1
     (they feed the final weighted ensemble, not the stack's upper levels).
     """
@@ -173,6 +192,10 @@ def fit(
     keys = resolve_families(families)
     start = time.monotonic()
     effective = _effective_fit_kwargs(presets, hyperparameters, fit_kwargs)
+    bag_folds = _bag_folds(bagging, effective)
+    if refit not in ("auto", False):
+        raise ValueError("refit must be 'auto' or False; got %r" % (refit,))
+    refit_open = refit == "auto" and "refit_full" not in effective and "set_best_to_refit_full" not in effective
     for key, reason in _REFUSED.items():
         if effective.get(key) not in (None, False):
             raise ValueError("%s=%r is not supported by optdiv's AutoGluon hook: %s" % (key, effective[key], reason))
@@ -190,6 +213,9 @@ def fit(
     kwargs = dict(fit_kwargs)
     kwargs.update({k: False for k in POST_FIT})
     kwargs["raise_on_no_models_fitted"] = False
+    if bag_folds:
+        kwargs["num_bag_folds"] = bag_folds
+        train_data, tuning_data = _with_tuning_rows(train_data, tuning_data), None
     for name, value in (("presets", presets), ("hyperparameters", hyperparameters)):
         if value is not None:  # passing None would override the presets' own choice (explicit keywords win)
             kwargs[name] = value
@@ -202,9 +228,14 @@ def fit(
     trials: List[Trial] = []
     history: List[Observation] = []
     y_val = check = None
-    if n_models > 0 and deadline - reserve - time.monotonic() >= MIN_MODEL_SECONDS:
+    refit_ratio = _refit_ratio(predictor) if refit_open and phase1_models else None
+    search_reserve = reserve
+    if refit_ratio is not None:  # keep back the refit of AutoGluon's best, the model most likely to stay final
+        search_reserve += _refit_seconds(predictor, autogluon_best, refit_ratio)
+    if n_models > 0 and deadline - search_reserve - time.monotonic() >= MIN_MODEL_SECONDS:
         y_val, check, history, trials = _phase2(predictor, method, keys, int(n_models), seed, model_time_limit,
-                                                n_initial, n_candidates, callback, resources, deadline, reserve)
+                                                n_initial, n_candidates, callback, resources, deadline,
+                                                search_reserve)
     if not predictor.model_names():
         raise RuntimeError("AutoGluon trained no model in %.0f s (see predictor.model_failures())" % budget)
 
@@ -212,12 +243,22 @@ def fit(
                                                    [t.model for t in trials if t.status == "ok"], fit_weighted,
                                                    resources, deadline, y_val, check, switch_confidence, history,
                                                    seed)
-    predictor._post_fit(**post_fit, infer_limit=None, num_cpus=effective.get("num_cpus", "auto"),
-                        num_gpus=effective.get("num_gpus", "auto"),
-                        fit_strategy=effective.get("fit_strategy", "sequential"), raise_on_no_models_fitted=False)
+    if refit_ratio is not None and final_model is not None:
+        needed = _refit_seconds(predictor, final_model, refit_ratio)
+        if needed <= deadline - time.monotonic():
+            post_fit.update(refit_full="best", set_best_to_refit_full=True)
+        else:
+            logger.info("optdiv: %s is not refitted on every row: %.0f s predicted, %.0f s left", final_model,
+                        needed, deadline - time.monotonic())
+    run_on = {"num_cpus": effective.get("num_cpus", "auto"), "num_gpus": effective.get("num_gpus", "auto"),
+              "fit_strategy": effective.get("fit_strategy", "sequential")}
+    refitted = _refit_full(predictor, final_model, post_fit, run_on)
+    predictor._post_fit(**post_fit, infer_limit=None, raise_on_no_models_fitted=False, **run_on)
     predictor.save()
-    return AutoGluonSearch(predictor, method, budget, phase1_models, autogluon_best, trials, history, y_val,
-                           final_model, scores, confidence, phase1_seconds, time.monotonic() - start, check)
+    search = AutoGluonSearch(predictor, method, budget, phase1_models, autogluon_best, trials, history, y_val,
+                             final_model, scores, confidence, phase1_seconds, time.monotonic() - start, check)
+    search.refitted = refitted
+    return search
 
 
 def _effective_fit_kwargs(presets, hyperparameters, fit_kwargs) -> Dict[str, Any]:
@@ -233,6 +274,66 @@ def _effective_fit_kwargs(presets, hyperparameters, fit_kwargs) -> Dict[str, Any
         kwargs["presets"] = presets
     _, resolved = _apply_presets(tabular_presets_dict, tabular_presets_alias, **kwargs)
     return resolved
+
+
+def _refit_full(predictor, final_model: Optional[str], post_fit: Dict[str, Any], run_on) -> Optional[str]:
+    """AutoGluon's ``refit_full`` as ``post_fit`` asks, for the hook's final model: AutoGluon's own post-fit step
+    would refit the model with the best validation score, not the one the hook chose. Clears the step in
+    ``post_fit``; returns the refitted final model's name when it became ``model_best``."""
+    how, set_best = post_fit.pop("refit_full", False), post_fit.pop("set_best_to_refit_full", False)
+    post_fit.update(refit_full=False, set_best_to_refit_full=False)
+    if how is False or final_model is None:
+        return None
+    if how is True:  # AutoGluon's reading of True: every model, or only the best when the rest is deleted anyway
+        how = "best" if post_fit.get("keep_only_best") else "all"
+    model = final_model if how == "best" else how  # "all" or a model the user named
+    mapping = predictor.refit_full(model=model, set_best_to_refit_full=final_model if set_best else False, **run_on)
+    refitted = mapping.get(final_model)
+    return refitted if set_best and refitted is not None and predictor.model_best == refitted else None
+
+
+def _refit_ratio(predictor) -> Optional[float]:
+    """Rows of a refit on training + tuning rows per training row (None: no holdout, nothing to add)."""
+    if not predictor.has_val:
+        return None
+    n_train = predictor.load_data_internal("train", return_X=False, return_y=True)[1].shape[0]
+    n_val = predictor.load_data_internal("val", return_X=False, return_y=True)[1].shape[0]
+    return (n_train + n_val) / max(1, n_train)
+
+
+def _refit_seconds(predictor, model: Optional[str], ratio: float) -> float:
+    """Predicted seconds to refit ``model`` and the models it is built on over ``ratio`` times the rows."""
+    if model is None:
+        return 0.0
+    board = predictor.leaderboard().set_index("model")["fit_time"]  # the model's and its base models' fit time
+    return REFIT_MARGIN * ratio * float(board.get(model) or 0.0)
+
+
+def _bag_folds(bagging, effective: Dict[str, Any]) -> Optional[int]:
+    """The ``num_bag_folds`` the hook sets (None: leave AutoGluon's settings as they are)."""
+    if bagging is False or bagging is None:
+        return None
+    if bagging == "auto":
+        decided = effective.get("num_bag_folds") is not None or effective.get("auto_stack")
+        return None if decided else BAG_FOLDS
+    if isinstance(bagging, bool) or not isinstance(bagging, int) or bagging < 2:
+        raise ValueError("bagging must be 'auto', False or a number of folds >= 2; got %r" % (bagging,))
+    if effective.get("num_bag_folds") not in (None, bagging):
+        raise ValueError("bagging=%d contradicts num_bag_folds=%r; set one of them" % (bagging,
+                                                                                   effective["num_bag_folds"]))
+    return bagging
+
+
+def _with_tuning_rows(train_data, tuning_data):
+    """Training rows for a bagged fit: the tuning rows join them (bagging scores every row out of fold, and
+    AutoGluon takes no tuning data when it bags)."""
+    if tuning_data is None:
+        return train_data
+    import pandas as pd
+    from autogluon.tabular import TabularDataset
+
+    frames = [TabularDataset(d) if isinstance(d, str) else d for d in (train_data, tuning_data)]
+    return pd.concat(frames, ignore_index=True)
 
 
 def _post_fit_defaults(predictor) -> Dict[str, Any]:

@@ -58,7 +58,7 @@ def test_hook_starts_from_autogluons_own_fit_spends_the_budget_and_saves(tmp_pat
     seen = []
     start = time.monotonic()
     search = oag.fit(predictor, train, tuning_data=val, time_limit=45, families=FAST, seed=1,
-                     callback=seen.append, **user_args)
+                     callback=seen.append, refit=False, **user_args)
     wall = time.monotonic() - start
 
     # phase 1 is AutoGluon's own fit: its default portfolio (less the user's exclusions), the same scores
@@ -162,6 +162,79 @@ def test_bagged_and_stacked_hook_measures_diversity_out_of_fold(tmp_path):
 
 
 @pytest.mark.timeout(600)
+def test_auto_bagging_scores_every_row_out_of_fold(tmp_path):
+    from optdiv.integrations import autogluon as oag
+
+    train, val, test = _breast_cancer()
+    predictor = _predictor(tmp_path, eval_metric="accuracy")
+    search = oag.fit(predictor, train, tuning_data=val, time_limit=40, hyperparameters={"LR": {}, "KNN": {}},
+                     families=["LR", "KNN"], n_models=3, seed=0, num_cpus=1, bagging="auto")
+
+    # the settings left bagging open: both phases are bagged with the hook's folds over train + tuning rows
+    assert not predictor.has_val
+    assert search.y_val.shape == (len(train) + len(val),)
+    assert predictor._trainer.k_fold == oag.BAG_FOLDS
+    assert {"LinearModel_BAG_L1", "KNeighbors_BAG_L1"} <= set(search.phase1_models)
+    assert all(t.model.endswith("_BAG_L1") for t in search.trials if t.status == "ok")
+    assert abs(int(search.check.sum()) - (len(train) + len(val)) / 2) <= 2  # half of every row checks the switch
+    for obs in search.history:
+        if obs.status == "ok":
+            assert obs.val_pred.shape == (len(train) + len(val), 2)
+    assert (predictor.predict(test) == test["target"]).mean() > 0.9
+
+
+@pytest.mark.timeout(600)
+def test_the_final_model_is_refitted_on_training_and_tuning_rows(tmp_path, monkeypatch):
+    from autogluon.tabular import TabularPredictor
+
+    from optdiv.integrations import autogluon as oag
+
+    train, val, test = _breast_cancer()
+    args = dict(tuning_data=val, time_limit=30, hyperparameters={"LR": {}, "KNN": {}}, families=["LR", "KNN"],
+                n_models=3, seed=0, num_cpus=1)
+    predictor = _predictor(tmp_path, "refit", eval_metric="accuracy")
+    search = oag.fit(predictor, train, **args)
+
+    # the model the hook chose, not AutoGluon's highest validation score, is refitted and predicts
+    assert search.refitted == predictor.model_best == search.final_model + "_FULL"
+    members = [m for m in predictor.model_names() if m.endswith("_FULL") and m != search.refitted]
+    assert members and all(predictor.model_info(m)["num_samples"] == len(train) + len(val) for m in members)
+    loaded = TabularPredictor.load(predictor.path, verbosity=0)
+    assert loaded.model_best == search.refitted
+    assert (loaded.predict(test) == test["target"]).mean() > 0.9
+
+    # the user's refit_full decides when given; refit=False and a refit that cannot fit in time refit nothing
+    for name, kwargs in (("users", {"refit_full": False}), ("off", {"refit": False})):
+        predictor = _predictor(tmp_path, name, eval_metric="accuracy")
+        search = oag.fit(predictor, train, **args, **kwargs)
+        assert search.refitted is None and not any(m.endswith("_FULL") for m in predictor.model_names())
+        assert predictor.model_best == search.final_model
+    monkeypatch.setattr(oag.hook, "REFIT_MARGIN", 1e9)
+    predictor = _predictor(tmp_path, "late", eval_metric="accuracy")
+    search = oag.fit(predictor, train, **args)
+    assert search.refitted is None and predictor.model_best == search.final_model
+    with pytest.raises(ValueError, match="refit must be"):
+        oag.fit(_predictor(tmp_path, "bad"), train, refit=True)
+
+
+def test_bagging_follows_the_users_settings():
+    from optdiv.integrations.autogluon import hook
+
+    effective = hook._effective_fit_kwargs  # the presets resolved as AutoGluon resolves them
+    assert hook._bag_folds("auto", effective(None, None, {})) == hook.BAG_FOLDS  # default presets: open
+    assert hook._bag_folds("auto", effective("medium_quality", None, {})) == hook.BAG_FOLDS
+    assert hook._bag_folds("auto", effective("best_quality", None, {})) is None  # the presets stack: theirs
+    assert hook._bag_folds("auto", effective(None, None, {"num_bag_folds": 0})) is None  # an explicit no
+    assert hook._bag_folds("auto", effective(None, None, {"num_bag_folds": 3})) is None
+    assert hook._bag_folds(False, effective(None, None, {})) is None
+    assert hook._bag_folds(5, effective(None, None, {})) == 5
+    with pytest.raises(ValueError, match="bagging must be"):
+        hook._bag_folds(1, {})
+    with pytest.raises(ValueError, match="contradicts num_bag_folds"):
+        hook._bag_folds(5, {"num_bag_folds": 3})
+
+
+@pytest.mark.timeout(600)
 def test_regression_hook_uses_values_and_the_metric(tmp_path):
     from sklearn.datasets import load_diabetes
 
@@ -172,7 +245,7 @@ def test_regression_hook_uses_values_and_the_metric(tmp_path):
     predictor = _predictor(tmp_path, eval_metric="mean_absolute_error")
     search = oag.fit(predictor, train, tuning_data=val, time_limit=30, hyperparameters={"LR": {}},
                      families=["KNN", "LR"], n_models=4, n_initial=2, n_candidates=200, switch_confidence=0.0,
-                     num_cpus=1)
+                     num_cpus=1, refit=False)
 
     assert search.phase1_models == ["LinearModel", "WeightedEnsemble_L2"]
     assert len(search.trials) == 4 and all(t.status == "ok" for t in search.trials), search.trials_frame()
@@ -278,6 +351,8 @@ def test_bad_input_is_rejected_with_clear_errors(tmp_path):
         oag.fit(predictor, train, time_limit=0)
     with pytest.raises(ValueError, match="switch_confidence"):
         oag.fit(predictor, train, switch_confidence=1.0)
+    with pytest.raises(ValueError, match="bagging must be"):
+        oag.fit(predictor, train, bagging="always")
     with pytest.raises(ValueError, match="infer_limit.*not supported"):
         oag.fit(predictor, train, infer_limit=0.01)
     with pytest.raises(ValueError, match="use_bag_holdout.*not supported"):
