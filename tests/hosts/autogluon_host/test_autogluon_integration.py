@@ -173,7 +173,7 @@ def test_auto_bagging_scores_every_row_out_of_fold(tmp_path):
     # the settings left bagging open: both phases are bagged with the hook's folds over train + tuning rows
     assert not predictor.has_val
     assert search.y_val.shape == (len(train) + len(val),)
-    assert predictor._trainer.k_fold == oag.BAG_FOLDS
+    assert predictor._trainer.k_fold == oag.hook.BAG_FOLDS
     assert {"LinearModel_BAG_L1", "KNeighbors_BAG_L1"} <= set(search.phase1_models)
     assert all(t.model.endswith("_BAG_L1") for t in search.trials if t.status == "ok")
     assert abs(int(search.check.sum()) - (len(train) + len(val)) / 2) <= 2  # half of every row checks the switch
