@@ -24,8 +24,15 @@ Data the selector sees: every finished SMAC run whose status is SUCCESS (or DONO
 ``predictions_ensemble_*.npy`` (auto-sklearn's validation, i.e. "optimisation set", predictions) is read
 once and kept in memory, because auto-sklearn deletes the folders of weak runs later
 (``max_models_on_disc``). Targets come from ``backend.load_targets_ensemble()``. Crashed, timed-out and
-memory-out runs write no predictions and are skipped. auto-sklearn's ensemble builder still makes the
-final ensemble; :func:`ensemble_members` lists it.
+memory-out runs write no predictions and are skipped. auto-sklearn's ensemble builder makes the final
+ensemble; :func:`ensemble_members` lists it.
+
+The final ensemble: ``OptDivEnsemble`` (:func:`ensemble_class`) is a class for auto-sklearn's own
+``ensemble_class`` hook that chooses the weights as optdiv's engine does, by ensemble selection on log loss for
+accuracy and averaged over 20 bootstrap samples of the validation rows for regression, which over-fitted those
+rows less than selection on the metric in replay. The OptDiv estimators use it unless the user gives an
+``ensemble_class`` or ``optdiv_ensemble=False``; with the plain callback pass
+``ensemble_class=OptDivEnsemble``.
 
 auto-sklearn's metric: when optdiv computes it exactly (accuracy, log_loss, r2, mean_squared_error, ...; the
 metric vocabulary's :func:`~optdiv.core.metric_vocabulary.resolve` knows it) the selector uses that loss; any
@@ -51,6 +58,7 @@ is kept, so roughly every other suggestion is a random configuration that no max
 
 from optdiv.integrations.autosklearn.callback import (HostLoss, OptDivSMAC, computes_exactly, optdiv_smac,
                                                       selector_metric)
+from optdiv.integrations.autosklearn.ensemble import ensemble_class
 from optdiv.integrations.autosklearn.estimators import ensemble_members, estimator_class
 from optdiv.integrations.autosklearn.host import WRITTEN_FOR, HostVersionError, check_host, host_problems
 from optdiv.integrations.autosklearn.maximizer import OptDivReport, maximizer_class
@@ -67,6 +75,8 @@ __all__ = [
     "HostLoss",
     "host_problems",
     "ensemble_members",
+    "ensemble_class",
+    "OptDivEnsemble",
     "OptDivAutoSklearnClassifier",
     "OptDivAutoSklearnRegressor",
 ]
@@ -76,6 +86,10 @@ def __getattr__(name: str):
     """Host classes are built on first access, so importing this package does not import auto-sklearn."""
     if name in ("OptDivAutoSklearnClassifier", "OptDivAutoSklearnRegressor"):
         cls = estimator_class(name)
+        globals()[name] = cls
+        return cls
+    if name == "OptDivEnsemble":
+        cls = ensemble_class()
         globals()[name] = cls
         return cls
     if name == "OptDivLocalAndSortedRandomSearch":

@@ -99,7 +99,18 @@ def host_problems(backend=None, ta_kwargs=None) -> List[str]:
                  "MULTIOUTPUT_REGRESSION")
         return covers([n for n in names if hasattr(constants, n)], names)
 
+    def ensemble_api():
+        from autosklearn.ensembles.abstract_ensemble import AbstractEnsemble
+        from autosklearn.estimators import AutoSklearnEstimator
+
+        if not hasattr(AutoSklearnEstimator, "_resolve_ensemble_class"):
+            return "AutoSklearnEstimator has no _resolve_ensemble_class (the estimators pick the default with it)"
+        return (same(parameters(AbstractEnsemble.fit),
+                     ("self", "base_models_predictions", "true_targets", "model_identifiers", "runs", "X_data"))
+                or covers(parameters(AbstractEnsemble.__init__), ("task_type", "metrics", "backend", "random_state")))
+
     problems.check("autosklearn.smbo.get_smac_object (the callback mirrors it)", get_smac_object)
+    problems.check("auto-sklearn's ensemble_class API (OptDivEnsemble implements it)", ensemble_api)
     problems.check("smac SMAC4AC keywords", smac4ac)
     problems.check("smac LocalAndSortedRandomSearch (the maximiser subclasses it)", maximizer)
     problems.check("smac StatusType", status_type)

@@ -257,6 +257,9 @@ def test_regression_with_the_switch(tmp_path):
     assert report.method == "divbo" and report.metric == "mse"  # auto-sklearn's default r2 -> MSE diversity
     _check_report_after_fit(report, runs)
     _check_members(ensemble_members(automl), runs)
+    ensemble = automl.automl_.ensemble_  # the switch's default final ensemble: bagged selection on MSE
+    assert type(ensemble).__name__ == "OptDivEnsemble"
+    assert (ensemble.selection_loss_, ensemble.bags_, ensemble.ensemble_size) == ("mse", 20, 50)
     r2 = r2_score(y_test, automl.predict(X_test))
     assert r2 > 0.2, r2
 
@@ -564,8 +567,15 @@ def _running_status_gone(monkeypatch):
     return "RUNNING"
 
 
+def _ensemble_fit_changed(monkeypatch):
+    from autosklearn.ensembles.abstract_ensemble import AbstractEnsemble
+
+    monkeypatch.setattr(AbstractEnsemble, "fit", lambda self, predictions, targets, identifiers: self)
+    return "ensemble_class API"
+
+
 @pytest.mark.parametrize("change", [_changed_get_smac_object, _maximize_gone, _prediction_files_renamed,
-                                    _running_status_gone])
+                                    _running_status_gone, _ensemble_fit_changed])
 def test_changed_host_fails_loudly_when_smac_is_built(tmp_path, monkeypatch, change):
     """Even without strict=True: an incompatible host is an error at build time, never SMAC's own order."""
     from optdiv.integrations.autosklearn import HostVersionError, optdiv_smac
@@ -651,3 +661,221 @@ def test_roc_auc_pool_on_a_constructed_history(tmp_path):
 
     by_error = build_pool(preds, y, "error", size=selector.ensemble_size, seed=selector.seed)
     assert auc_loss(selector.pool_) < auc_loss(by_error)  # another pool than 0/1 error's, better on roc_auc
+
+
+# --------------------------------------------------------------------------- #
+# The final ensemble: optdiv's selection through auto-sklearn's ensemble_class hook
+# --------------------------------------------------------------------------- #
+
+
+def _classification_runs(n=300, seed=0):
+    """Validation targets and runs' probabilities: two sharp runs (most accurate, all-in on their label) and four
+    moderate ones (less accurate), so 0/1 error and log loss choose different ensembles."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    runs = []
+    for accuracy, confidence in ((0.9, 0.999), (0.89, 0.999), (0.85, 0.7), (0.84, 0.65), (0.8, 0.6), (0.83, 0.75)):
+        label = np.where(rng.random(n) < accuracy, y, 1 - y)
+        p1 = np.where(label == 1, confidence, 1 - confidence)
+        runs.append(np.stack([1 - p1, p1], axis=1))
+    return y, runs
+
+
+def _identifiers(runs):
+    return [(1, num_run, 0.0) for num_run in range(2, len(runs) + 2)]
+
+
+def test_ensemble_chooses_log_loss_selection_for_accuracy():
+    """On the same arrays: optdiv's selection on log loss, which is not auto-sklearn's selection on accuracy; the
+    reported validation performance is auto-sklearn's accuracy loss of the weighted prediction."""
+    import pickle
+
+    import autosklearn.metrics
+    from autosklearn.constants import BINARY_CLASSIFICATION
+    from autosklearn.ensembles.ensemble_selection import EnsembleSelection
+    from autosklearn.metrics import calculate_loss
+
+    from optdiv.core.ensemble import ensemble_predict, ensemble_selection
+    from optdiv.integrations.autosklearn import OptDivEnsemble
+
+    y, runs = _classification_runs()
+    ids = _identifiers(runs)
+    accuracy = autosklearn.metrics.accuracy
+    ensemble = OptDivEnsemble(task_type=BINARY_CLASSIFICATION, metrics=[accuracy], backend=None, random_state=3)
+    ensemble.fit(runs, y, ids, runs=[])
+
+    expected = ensemble_selection(np.stack(runs), y, "log_loss", size=50, seed=3).weights
+    np.testing.assert_allclose(ensemble.weights_, expected, rtol=0, atol=1e-12)
+    assert ensemble.selection_loss_ == "log_loss" and ensemble.bags_ == 0
+    stock = EnsembleSelection(task_type=BINARY_CLASSIFICATION, metrics=[accuracy], backend=None, random_state=3)
+    stock.fit(runs, y, ids, runs=[])
+    assert not np.allclose(ensemble.weights_, stock.weights_)  # auto-sklearn's selection on 0/1 error differs
+
+    prediction = ensemble_predict(np.stack(runs), expected)
+    assert ensemble.get_validation_performance() == pytest.approx(
+        calculate_loss(y, prediction, BINARY_CLASSIFICATION, accuracy))
+    np.testing.assert_allclose(ensemble.predict(runs), prediction)
+    members = [run for run, weight in zip(runs, ensemble.weights_) if weight > 0]
+    np.testing.assert_allclose(ensemble.predict(members), prediction)  # as auto-sklearn's predict passes them
+    with pytest.raises(ValueError, match="members"):
+        ensemble.predict(runs + runs[:1])
+
+    chosen = [identifier for identifier, weight in zip(ids, expected) if weight > 0]
+    assert ensemble.get_selected_model_identifiers() == chosen
+    assert [i for i, _ in ensemble.get_identifiers_with_weights()] == ids
+    assert sum(w for _, w in ensemble.get_identifiers_with_weights()) == pytest.approx(1.0)
+    with_models = ensemble.get_models_with_weights({identifier: f"model {identifier[1]}" for identifier in ids})
+    assert sorted(model for _, model in with_models) == sorted(f"model {i[1]}" for i in chosen)
+    assert [w for w, _ in with_models] == sorted((w for w, _ in with_models), reverse=True)
+    assert "log_loss" in str(ensemble) and "accuracy" in str(ensemble)
+
+    restored = pickle.loads(pickle.dumps(ensemble))  # auto-sklearn's backend saves and loads it so
+    assert not hasattr(restored, "metrics")
+    np.testing.assert_allclose(restored.predict(members), prediction)
+    assert restored.get_validation_performance() == ensemble.get_validation_performance()
+
+
+def test_ensemble_follows_the_metric_and_its_settings():
+    """What the selection minimises for each auto-sklearn metric, and the explicit settings."""
+    import autosklearn.metrics
+    from autosklearn.constants import BINARY_CLASSIFICATION, MULTILABEL_CLASSIFICATION, REGRESSION
+
+    from optdiv.core.ensemble import ensemble_selection
+    from optdiv.integrations.autosklearn import HostLoss, OptDivEnsemble
+    from optdiv.integrations.autosklearn.ensemble import selection_plan
+
+    m = autosklearn.metrics
+    cases = [  # metric, task, ensemble_loss, ensemble_bags -> selection loss, bags
+        (m.accuracy, BINARY_CLASSIFICATION, "auto", "auto", "log_loss", 0),
+        (m.log_loss, BINARY_CLASSIFICATION, "auto", "auto", "log_loss", 0),
+        (m.accuracy, BINARY_CLASSIFICATION, None, "auto", "error", 0),  # auto-sklearn's own choice
+        (m.roc_auc, BINARY_CLASSIFICATION, "auto", "auto", "roc_auc", 0),
+        (m.balanced_accuracy, BINARY_CLASSIFICATION, "brier", 5, "brier", 5),
+        (m.r2, REGRESSION, "auto", "auto", "mse", 20),
+        (m.mean_absolute_error, REGRESSION, "auto", "auto", "mae", 20),
+        (m.median_absolute_error, REGRESSION, "auto", "auto", "median_absolute_error", 20),
+        (m.r2, REGRESSION, "auto", 0, "mse", 0),
+    ]
+    for metric, task, loss, bags, expected_loss, expected_bags in cases:
+        chosen, name, n_bags = selection_plan(metric, task, loss, bags)
+        assert (name, n_bags) == (expected_loss, expected_bags), metric.name
+        assert isinstance(chosen, HostLoss) == (name in ("roc_auc", "median_absolute_error")), metric.name
+
+    y, runs = _classification_runs()  # a metric optdiv does not compute: auto-sklearn's loss for it
+    ensemble = OptDivEnsemble(task_type=BINARY_CLASSIFICATION, metrics=[m.roc_auc], random_state=0,
+                              ensemble_size=10).fit(runs, y, _identifiers(runs), runs=[])
+    expected = ensemble_selection(np.stack(runs), y, HostLoss(m.roc_auc, BINARY_CLASSIFICATION), size=10, seed=0)
+    np.testing.assert_allclose(ensemble.weights_, expected.weights, rtol=0, atol=1e-12)
+
+    with pytest.raises(ValueError, match="does not fit a classification task"):
+        selection_plan(m.accuracy, BINARY_CLASSIFICATION, "mse")
+    for bad in ({"ensemble_size": 0}, {"ensemble_loss": "hinge"}, {"ensemble_bags": -1}, {"ensemble_bags": "many"}):
+        with pytest.raises(ValueError):
+            OptDivEnsemble(task_type=BINARY_CLASSIFICATION, metrics=[m.accuracy], **bad)
+    with pytest.raises(ValueError, match="multilabel"):
+        OptDivEnsemble(task_type=MULTILABEL_CLASSIFICATION, metrics=[m.f1])
+
+
+def test_regression_ensemble_is_bagged_selection():
+    """Regression: the weights are the average of 20 selections on bootstrap samples of the validation rows."""
+    import autosklearn.metrics
+    from autosklearn.constants import REGRESSION
+    from autosklearn.metrics import calculate_loss
+
+    from optdiv.core.ensemble import bagged_ensemble_selection, ensemble_predict, ensemble_selection
+    from optdiv.integrations.autosklearn import OptDivEnsemble
+
+    rng = np.random.default_rng(1)
+    n = 80
+    y = rng.normal(0.0, 1.0, n)
+    runs = [y + rng.normal(bias, noise, n) for bias, noise in
+            ((0.0, 0.5), (0.1, 0.5), (-0.1, 0.55), (0.2, 0.6), (0.0, 0.7), (-0.3, 0.5), (0.0, 1.0), (0.3, 0.45))]
+    ids = _identifiers(runs)
+    r2 = autosklearn.metrics.r2
+    ensemble = OptDivEnsemble(task_type=REGRESSION, metrics=[r2], random_state=7).fit(runs, y, ids, runs=[])
+
+    expected = bagged_ensemble_selection(np.stack(runs), y, "mse", size=50, bags=20, seed=7)
+    np.testing.assert_allclose(ensemble.weights_, expected, rtol=0, atol=1e-12)
+    assert ensemble.selection_loss_ == "mse" and ensemble.bags_ == 20
+    single = ensemble_selection(np.stack(runs), y, "mse", size=50, seed=7).weights
+    assert not np.allclose(ensemble.weights_, single)  # not one selection on all rows
+    prediction = ensemble_predict(np.stack(runs), expected)
+    assert prediction.shape == (n,)
+    assert ensemble.get_validation_performance() == pytest.approx(calculate_loss(y, prediction, REGRESSION, r2))
+
+    column_runs = [run[:, None] for run in runs]  # (rows, 1) predictions give the same weights
+    again = OptDivEnsemble(task_type=REGRESSION, metrics=[r2], random_state=7).fit(column_runs, y, ids, runs=[])
+    np.testing.assert_allclose(again.weights_, ensemble.weights_)
+
+
+def test_optdiv_estimators_use_the_ensemble_unless_told_otherwise(tmp_path):
+    """With optdiv on the estimators hand auto-sklearn optdiv's ensemble class; a user's own ensemble_class (even
+    auto-sklearn's EnsembleSelection or None), optdiv_ensemble=False and optdiv=False keep theirs."""
+    from autosklearn.ensembles.ensemble_selection import EnsembleSelection
+    from autosklearn.ensembles.singlebest_ensemble import SingleBest
+    from sklearn.base import clone
+
+    from optdiv.integrations.autosklearn import (OptDivAutoSklearnClassifier, OptDivAutoSklearnRegressor,
+                                                 OptDivEnsemble)
+
+    def built(cls, name, **kwargs):
+        estimator = cls(**kwargs, **_common(tmp_path / name, 30))
+        return estimator, estimator.build_automl()
+
+    estimator, automl = built(OptDivAutoSklearnClassifier, "default")
+    assert automl._ensemble_class is OptDivEnsemble
+    assert estimator.ensemble_class == "default"  # the parameter is left as the user gave it
+    params = clone(estimator).get_params()
+    assert params["ensemble_class"] == "default" and params["optdiv_ensemble"] is True
+    assert built(OptDivAutoSklearnRegressor, "regressor", optdiv="divbo")[1]._ensemble_class is OptDivEnsemble
+    sized = built(OptDivAutoSklearnClassifier, "sized", ensemble_kwargs={"ensemble_size": 25})[1]
+    assert sized._ensemble_class is OptDivEnsemble and sized._ensemble_kwargs == {"ensemble_size": 25}
+
+    assert built(OptDivAutoSklearnClassifier, "off", optdiv_ensemble=False)[1]._ensemble_class is EnsembleSelection
+    assert built(OptDivAutoSklearnClassifier, "stock", optdiv=False)[1]._ensemble_class is EnsembleSelection
+    for own in (SingleBest, EnsembleSelection, None):
+        estimator, automl = built(OptDivAutoSklearnClassifier, f"own_{getattr(own, '__name__', own)}",
+                                  ensemble_class=own)
+        assert automl._ensemble_class is own
+        again = clone(estimator).set_params(tmp_folder=str(tmp_path / f"clone_{getattr(own, '__name__', own)}"))
+        assert again.build_automl()._ensemble_class is own
+
+    with pytest.raises(ValueError, match="optdiv_ensemble=False"):
+        built(OptDivAutoSklearnClassifier, "mode", ensemble_kwargs={"mode": "slow"})
+    with pytest.raises(ValueError, match="ensemble_size"):
+        built(OptDivAutoSklearnClassifier, "size", ensemble_kwargs={"ensemble_size": 0})
+    with pytest.raises(ValueError, match="optdiv_ensemble must be"):
+        built(OptDivAutoSklearnClassifier, "flag", optdiv_ensemble="yes")
+
+
+@pytest.mark.timeout(400)
+def test_autosklearn_fit_with_the_ensemble_class(tmp_path):
+    """Plain auto-sklearn with ``ensemble_class=OptDivEnsemble``: its ensemble builder (another process) fits,
+    saves and loads the class; the final ensemble is optdiv's, over successful runs only, and predicts well."""
+    from autosklearn.classification import AutoSklearnClassifier
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
+
+    from optdiv.integrations.autosklearn import OptDivEnsemble, ensemble_members
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+    automl = AutoSklearnClassifier(
+        ensemble_class=OptDivEnsemble,
+        initial_configurations_via_metalearning=3,
+        include={"classifier": FAST_CLASSIFIERS, "feature_preprocessor": NO_PREPROCESSING},
+        **_common(tmp_path, 45),
+    )
+    automl.fit(X_train, y_train, dataset_name="breast_cancer_optdiv_ensemble")
+
+    ensemble = automl.automl_.ensemble_
+    assert isinstance(ensemble, OptDivEnsemble)
+    assert ensemble.selection_loss_ == "log_loss" and ensemble.metric_name_ == "accuracy"
+    assert abs(float(np.sum(ensemble.weights_)) - 1.0) < 1e-9
+    runs = _runs_in_order(automl)
+    _check_members(ensemble_members(automl), runs)
+    successful = {num_run for _, status, num_run in runs if status == "SUCCESS"}
+    assert {num_run for _, num_run, _ in ensemble.get_selected_model_identifiers()} <= successful
+    assert 0.0 <= ensemble.get_validation_performance() < 0.2
+    accuracy = float(np.mean(automl.predict(X_test) == y_test))
+    assert accuracy > 0.85, accuracy
