@@ -4,8 +4,11 @@ Per dataset and seed, the data are split 60/20/20 with ``optdiv.data.split``. au
 training and validation rows with its holdout set to exactly the validation rows (``holdout``, no shuffle,
 training rows first), so every method searches on the same rows and its ensemble builder (Caruana, size 25)
 selects on them. The test rows are used only for the reported test error: classification error in %,
-or MSE for regression. Every finished fit is appended to ``--out/results.jsonl``; a rerun skips the
-(dataset, seed, method) triples already there, so an interrupted benchmark resumes.
+or MSE for regression. With ``--optdiv-ensemble`` each fit's final ensemble is built a second time from the same
+runs with optdiv's ``OptDivEnsemble`` (auto-sklearn's ``fit_ensemble``), recorded as method ``<method>+ens``: the
+two ensembles differ only in how they choose weights. Every finished fit is appended to
+``--out/results.jsonl``; a rerun skips the (dataset, seed, method) triples already there, so an interrupted
+benchmark resumes.
 
     python benchmarks/autosklearn_compare.py --data ../shared/datasets/quake.csv ../shared/datasets/wind.csv \\
         --seeds 0 1 2 --time 300 --out .cache/autosklearn_compare
@@ -37,8 +40,9 @@ METHODS = ("stock", "optdivbo", "divbo")
 
 
 def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: Optional[int], memory_mb: int,
-             ensemble_size: int, tmp: Path, include: Optional[List[str]], metalearning: int = 25) -> Dict:
-    """One auto-sklearn fit; returns the record written to results.jsonl."""
+             ensemble_size: int, tmp: Path, include: Optional[List[str]], metalearning: int = 25,
+             optdiv_ensemble: bool = False) -> List[Dict]:
+    """One auto-sklearn fit; returns the records written to results.jsonl (two with ``optdiv_ensemble``)."""
     from optdiv.integrations.autosklearn import ensemble_members, optdiv_smac
 
     if task == "classification":
@@ -64,7 +68,7 @@ def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: O
         resampling_strategy_arguments={"train_size": train_size, "shuffle": False},
         dataset_compression=False,  # keep every row, in order, so the holdout stays our validation split
         tmp_folder=str(tmp),
-        delete_tmp_folder_after_terminate=True,
+        delete_tmp_folder_after_terminate=not optdiv_ensemble,  # fit_ensemble reads the runs' predictions
         get_smac_object_callback=callback,
     )
     if include:
@@ -75,11 +79,12 @@ def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: O
     automl.fit(X, y)
     wall = time.perf_counter() - start
 
-    pred = automl.predict(splits.X_test)
-    if task == "classification":
-        test_error = 100.0 * float(np.mean(np.asarray(pred).astype(np.int64) != splits.y_test))
-    else:
-        test_error = float(np.mean((np.asarray(pred, dtype=np.float64) - splits.y_test) ** 2))
+    def test_error_of(pred) -> float:
+        if task == "classification":
+            return 100.0 * float(np.mean(np.asarray(pred).astype(np.int64) != splits.y_test))
+        return float(np.mean((np.asarray(pred, dtype=np.float64) - splits.y_test) ** 2))
+
+    test_error = test_error_of(automl.predict(splits.X_test))
     statuses = [str(s) for s in automl.cv_results_["status"]]
     members = ensemble_members(automl)
     record = {
@@ -96,7 +101,20 @@ def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: O
         report = callback.report
         record.update(diversity_ranked=report.n_diversity_ranked, maximiser_calls=report.n_calls,
                       changed_by_diversity=report.n_changed, fallbacks=report.n_fallbacks)
-    return record
+    records = [record]
+    if optdiv_ensemble:
+        from optdiv.integrations.autosklearn import OptDivEnsemble
+
+        start = time.perf_counter()
+        automl.fit_ensemble(y, ensemble_class=OptDivEnsemble, ensemble_kwargs={"ensemble_size": ensemble_size})
+        members = ensemble_members(automl)
+        records.append({**record, "method": method + "+ens",
+                        "test_error": test_error_of(automl.predict(splits.X_test)),
+                        "ensemble_members": len(members), "members": members,
+                        "ensemble_seconds": round(time.perf_counter() - start, 1),
+                        "selection_loss": automl.automl_.ensemble_.selection_loss_})
+        shutil.rmtree(tmp, ignore_errors=True)
+    return records
 
 
 def _done(path: Path) -> set:
@@ -124,6 +142,27 @@ def summarise(records: Sequence[Dict]) -> str:
     return "\n".join(lines)
 
 
+def paired_line(records: Sequence[Dict], datasets, methods, seeds) -> str:
+    """Per method, over its (dataset, seed) pairs: how often optdiv's ensemble of the same runs is lower / level /
+    higher than auto-sklearn's, and the Wilcoxon p of the relative differences (level pairs dropped)."""
+    from scipy.stats import wilcoxon
+
+    error = {(r["dataset"], r["seed"], r["method"]): r["test_error"] for r in records}
+    lines = []
+    for method in methods:
+        rel = np.array([(error[d, s, method + "+ens"] - error[d, s, method]) / error[d, s, method]
+                        for (d, s, m) in error if m == method and d in datasets and s in seeds
+                        and (d, s, method + "+ens") in error and error[d, s, method]])
+        if not len(rel):
+            continue
+        moved = rel[rel != 0]
+        p = float(wilcoxon(moved).pvalue) if len(moved) >= 2 else 1.0
+        lines.append(f"{method}+ens vs {method} over {len(rel)} pairs: {int(np.sum(rel < 0))} lower / "
+                     f"{int(np.sum(rel == 0))} level / {int(np.sum(rel > 0))} higher, median "
+                     f"{100 * float(np.median(rel)):+.1f} %, Wilcoxon p = {p:.3g}")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python benchmarks/autosklearn_compare.py", description=__doc__.split("\n")[0])
     parser.add_argument("--data", nargs="+", required=True, help="CSV paths (target column 'target' or the last one)")
@@ -135,6 +174,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--ensemble-size", type=int, default=25)
     parser.add_argument("--metalearning", type=int, default=25,
                         help="auto-sklearn's meta-learning initial configurations (its default: 25)")
+    parser.add_argument("--optdiv-ensemble", action="store_true",
+                        help="also rebuild each fit's ensemble with optdiv's OptDivEnsemble (method <method>+ens)")
     parser.add_argument("--include", nargs="*", default=None, help="restrict the model families (quick checks only)")
     parser.add_argument("--out", default=".cache/autosklearn_compare")
     args = parser.parse_args(argv)
@@ -167,11 +208,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 tmp = out / "tmp" / f"{name}_{seed}_{method}_{os.getpid()}"
                 if tmp.exists():
                     shutil.rmtree(tmp)
-                record = _fit_one(splits, dataset.task, method, seed, args.time, args.per_run_time, args.memory,
-                                  args.ensemble_size, tmp, args.include, args.metalearning)
-                record = {"dataset": name, "task": dataset.task, "time_budget": args.time, **record}
+                fitted = _fit_one(splits, dataset.task, method, seed, args.time, args.per_run_time, args.memory,
+                                  args.ensemble_size, tmp, args.include, args.metalearning, args.optdiv_ensemble)
+                fitted = [{"dataset": name, "task": dataset.task, "time_budget": args.time, **r} for r in fitted]
                 with results.open("a") as fh:
-                    fh.write(json.dumps(record) + "\n")
+                    for r in fitted:
+                        fh.write(json.dumps(r) + "\n")
+                record = fitted[0]
                 extra = (f", {record['diversity_ranked']} diversity-ranked suggestions"
                          if "diversity_ranked" in record else "")
                 print(f"{name} seed {seed} {method}: test error {record['test_error']:.3f} "
@@ -179,8 +222,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       f"{record['wall_seconds']:.0f} s)", flush=True)
     records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     wanted = {Path(p).stem for p in args.data}
-    table = summarise([r for r in records if r["dataset"] in wanted and r["method"] in args.methods
+    shown = set(args.methods) | ({m + "+ens" for m in args.methods} if args.optdiv_ensemble else set())
+    table = summarise([r for r in records if r["dataset"] in wanted and r["method"] in shown
                        and r["seed"] in args.seeds])
+    if args.optdiv_ensemble:
+        table += "\n\n" + paired_line(records, wanted, args.methods, args.seeds)
     (out / "summary.md").write_text(table + "\n")
     print(table)
     return 0

@@ -154,8 +154,9 @@ def fit(
     it starts from phase 1's models and steers by their scores on all rows but the check rows
     (:data:`CHECK_SHARE`). At the end AutoGluon's weighted ensemble is refitted over every model and becomes
     ``predictor.model_best`` only if its validation score beats AutoGluon's own best and a test on the check rows
-    is at least ``switch_confidence`` sure that it generalises better (0: the score alone); then AutoGluon's post-fit steps the arguments ask for run, and the predictor is
-    saved (``TabularPredictor.load`` gives it back). ``time_limit`` defaults to the presets' own, else
+    is at least ``switch_confidence`` sure that it generalises better (0: the score alone); then the final model
+    is refitted (``refit``), AutoGluon's post-fit steps the arguments ask for run, and the predictor is saved
+    (``TabularPredictor.load`` gives it back). ``time_limit`` defaults to the presets' own, else
     :data:`DEFAULT_TIME_LIMIT`.
     ``refit``: ``"auto"`` refits the final model (and its members) on the training and tuning rows together with
     AutoGluon's ``refit_full``, as the standalone engine refits its members, when the models were scored on a
