@@ -35,7 +35,8 @@ def main() -> None:
               f"validation scores {search.scores}")
         print(predictor.leaderboard(test)[["model", "score_test", "score_val"]].head(8).to_string(index=False))
         accuracy = (predictor.predict(test) == test["target"]).mean()
-        print(f"final predictor ({predictor.model_best}): test accuracy {accuracy:.4f}")
+        refit = "refitted on train+validation" if search.refitted else "not refitted"
+        print(f"final predictor ({predictor.model_best}, {refit}): test accuracy {accuracy:.4f}")
 
 
 if __name__ == "__main__":

@@ -117,9 +117,9 @@ class AutoGluonSearch:
 
     def __repr__(self) -> str:
         ok = sum(t.status == "ok" for t in self.trials)
-        return ("AutoGluonSearch(method=%r, phase1_models=%d, trials=%d, ok=%d, final_model=%r, seconds=%.1f of %.0f)"
-                % (self.method, len(self.phase1_models), len(self.trials), ok, self.final_model, self.seconds,
-                   self.time_limit))
+        return ("AutoGluonSearch(method=%r, phase1_models=%d, trials=%d, ok=%d, final_model=%r, refitted=%r, "
+                "seconds=%.1f of %.0f)" % (self.method, len(self.phase1_models), len(self.trials), ok,
+                                            self.final_model, self.refitted, self.seconds, self.time_limit))
 
 
 def fit(
