@@ -106,6 +106,12 @@ def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: O
         from optdiv.integrations.autosklearn import OptDivEnsemble
 
         start = time.perf_counter()
+        # auto-sklearn's builder refits only when its candidates changed, and fit_ensemble then loads the ensemble
+        # file of the highest iteration while the new one is saved as iteration 0: forget both
+        internals = Path(automl.automl_._backend.internals_directory)
+        (internals / "previous_ensemble_building_candidates.pkl").unlink()
+        for old in (internals / "ensembles").glob("*.ensemble"):
+            old.unlink()
         automl.fit_ensemble(y, ensemble_class=OptDivEnsemble, ensemble_kwargs={"ensemble_size": ensemble_size})
         members = ensemble_members(automl)
         records.append({**record, "method": method + "+ens",
