@@ -9,6 +9,13 @@ random search) with the same OpenBox settings (``initial_trials``, ``rand_prob``
   exactly what ``openbox.Advisor`` suggests and only keeps the predictions for the post-hoc ensemble;
 * ``optdivbo`` / ``divbo``: the same advisor with the diversity option on.
 
+Two final models end every run, so each search is compared on both: the host's own (``test_error``: Caruana,
+size 25, on the run's metric, the members as fitted on the training rows) and optdiv's (``optdiv_test_error``:
+``final_ensemble``'s engine selection, log loss for error and 20 bootstrap bags for regression, and
+``EnsembleMembers.refit`` on the training and validation rows). The host-alone arm is ``openbox`` with the host's final
+model; ``openbox`` + optdiv is a diversity arm with optdiv's final model, and ``openbox`` with optdiv's final model
+isolates what the final model alone gives.
+
 Each configuration is fitted by ``optdiv.evaluation.evaluator.Evaluator`` (a worker process, ``--time-limit``
 seconds; failures and timeouts become OpenBox FAILED / TIMEOUT trials). After every iteration the
 post-hoc ensemble (Caruana, size 25, or Agnostic Bayes) is rebuilt over the validation predictions and
@@ -111,7 +118,8 @@ def run_one(dataset, name: str, seed: int, method: str, iterations: int, space_n
                 "changed": "" if selection is None else int(selection["changed"]),
             }
             if test_preds and advisor.stored_predictions()[0]:
-                members = final_ensemble(advisor, builder=ensemble, size=ensemble_size, seed=seed)
+                members = final_ensemble(advisor, builder=ensemble, size=ensemble_size, seed=seed,
+                                         ensemble_loss=None, ensemble_bags=0)  # the host's own post-hoc selection
                 test_pred = ensemble_predict(np.stack([test_preds[i] for i in members.indices]), members.weights)
                 row.update(ensemble_val_error=scale * members.val_loss,
                            ensemble_test_error=scale * float(mean_loss(test_pred, splits.y_test, metric)),
@@ -122,12 +130,14 @@ def run_one(dataset, name: str, seed: int, method: str, iterations: int, space_n
     finally:
         evaluator.close()
     final = trace[-1]
+    optdiv_final = _optdiv_final(advisor, splits, space, task, metric, seed, ensemble, ensemble_size, test_preds)
     suggest_times = [r["suggest_seconds"] for r in trace]
     return {
         "dataset": name, "task": task, "seed": seed, "method": method, "iterations": iterations,
         "space": space_name, "ensemble": ensemble,
         "test_error": final["ensemble_test_error"], "val_error": final["ensemble_val_error"],
         "ensemble_members": final["ensemble_members"],
+        **optdiv_final,
         "failed": sum(r["state"] != "ok" for r in trace),
         "diversity_steps": len(advisor.selections),
         "changed_by_diversity": sum(s["changed"] for s in advisor.selections),
@@ -136,6 +146,39 @@ def run_one(dataset, name: str, seed: int, method: str, iterations: int, space_n
         "wall_seconds": round(time.perf_counter() - start, 1),
         "trace": trace,
     }
+
+
+def _optdiv_final(advisor, splits, space, task: str, metric: str, seed: int, ensemble: str, ensemble_size: int,
+                  test_preds: Dict[int, np.ndarray]) -> Dict:
+    """optdiv's final model over the same history: the engine's selection, then the members refitted on the
+    training and validation rows; its test error, and the same selection's before the refit."""
+    import pandas as pd
+
+    from optdiv.core.ensemble import ensemble_predict
+    from optdiv.core.metrics import mean_loss
+    from optdiv.evaluation.fitting import build_pipeline
+    from optdiv.integrations.openbox import final_ensemble
+
+    if not test_preds or not advisor.stored_predictions()[0]:
+        return {"optdiv_test_error": "", "optdiv_val_error": "", "optdiv_unrefitted_test_error": "",
+                "refit_seconds": 0.0}
+    scale = _scale(task)
+    members = final_ensemble(advisor, builder=ensemble, size=ensemble_size, seed=seed)
+    kept = ensemble_predict(np.stack([test_preds[i] for i in members.indices]), members.weights)
+    X_all = pd.concat([splits.X_train, splits.X_val], axis=0)
+    y_all = np.concatenate([splits.y_train, splits.y_val])
+
+    def fit(config):
+        return build_pipeline(space.build, config.get_dictionary(), X_all, seed, task).fit(X_all, y_all)
+
+    t0 = time.perf_counter()
+    model = members.refit(fit)
+    refit_seconds = time.perf_counter() - t0
+    test_pred = model.predict_proba(splits.X_test) if task == "classification" else model.predict(splits.X_test)
+    return {"optdiv_test_error": scale * float(mean_loss(test_pred, splits.y_test, metric)),
+            "optdiv_val_error": scale * members.val_loss,
+            "optdiv_unrefitted_test_error": scale * float(mean_loss(kept, splits.y_test, metric)),
+            "optdiv_members": len(members.indices), "refit_seconds": round(refit_seconds, 1)}
 
 
 def _done(path: Path) -> set:
@@ -164,6 +207,53 @@ def summarise(records: Sequence[Dict]) -> str:
             f"{np.mean([r['mean_suggest_seconds'] for r in rs]):.2f}; "
             f"{np.mean([r['mean_suggest_seconds_last10'] for r in rs]):.2f} | "
             f"{np.mean([r['failed'] for r in rs]):.1f} | {np.mean([r['changed_by_diversity'] for r in rs]):.1f} |")
+    return "\n".join(lines)
+
+
+#: (column label, method, record field) of the host table: OpenBox alone, its search with optdiv's final model,
+#: and each diversity arm with optdiv's final model (OpenBox + optdiv as a user switches it on).
+HOST_COLUMNS = [("OpenBox alone", "openbox", "test_error"), ("OpenBox + optdiv's final model", "openbox",
+                                                                "optdiv_test_error")] + [
+    (f"OpenBox + {m} + optdiv's final model", m, "optdiv_test_error") for m in METHODS[1:]]
+
+
+def host_table(records: Sequence[Dict]) -> str:
+    """Per dataset the mean +- std of each HOST_COLUMNS column over the seeds every column has; then, per optdiv
+    column, the pooled pairs lower / level / higher than OpenBox alone and the Wilcoxon p of the relative
+    differences (level pairs dropped)."""
+    from scipy.stats import wilcoxon
+
+    value = {(r["dataset"], r["seed"], r["method"], field): r.get(field, "")
+             for r in records for field in ("test_error", "optdiv_test_error")}
+    columns = [c for c in HOST_COLUMNS if any(key[2:] == c[1:] and v != "" for key, v in value.items())]
+    if len(columns) < 2:
+        return "(no paired host runs)"
+    datasets = sorted({r["dataset"] for r in records})
+    seeds = sorted({r["seed"] for r in records})
+    lines = ["| dataset | seeds | " + " | ".join(c[0] for c in columns) + " |", "|---|---|" + "---|" * len(columns)]
+    pairs: Dict[str, List[tuple]] = {c[0]: [] for c in columns[1:]}
+    for dataset in datasets:
+        common = [s for s in seeds if all(value.get((dataset, s) + c[1:], "") != "" for c in columns)]
+        if not common:
+            continue
+        cells = []
+        for label, method, field in columns:
+            errors = np.array([float(value[dataset, s, method, field]) for s in common])
+            std = float(np.std(errors, ddof=1)) if len(errors) > 1 else 0.0
+            cells.append(f"{errors.mean():.2f} +- {std:.2f}")
+            if label in pairs:
+                pairs[label] += [(float(value[dataset, s, method, field]),
+                                  float(value[dataset, s, "openbox", "test_error"])) for s in common]
+        lines.append(f"| {dataset} | {len(common)} | " + " | ".join(cells) + " |")
+    for label, pair in pairs.items():
+        rel = np.array([(a - b) / b if b else 0.0 for a, b in pair])
+        if not len(rel):
+            continue
+        moved = rel[rel != 0]
+        p = float(wilcoxon(moved).pvalue) if len(moved) >= 2 else 1.0
+        lines.append(f"\n{label} vs OpenBox alone over {len(rel)} pairs: {int(np.sum(rel < 0))} lower / "
+                     f"{int(np.sum(rel == 0))} level / {int(np.sum(rel > 0))} higher, median "
+                     f"{100 * float(np.median(rel)):+.1f} %, Wilcoxon p = {p:.3g}")
     return "\n".join(lines)
 
 
@@ -227,7 +317,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     record.pop("trace")
                     with results.open("a") as rf:
                         rf.write(json.dumps(record) + "\n")
-                    print(f"{name} seed {seed} {method}: test error {record['test_error']:.2f} "
+                    print(f"{name} seed {seed} {method}: test error {record['test_error']:.2f}, with optdiv's final "
+                          f"model {record['optdiv_test_error']:.2f} "
                           f"({record['ensemble_members']} members, {record['failed']} failed, "
                           f"{record['changed_by_diversity']}/{record['diversity_steps']} suggestions changed by "
                           f"diversity, {record['mean_suggest_seconds']:.2f} s per suggestion, "
@@ -236,6 +327,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     wanted = {Path(p).stem for p in args.data}
     table = summarise([r for r in records if r["dataset"] in wanted and r["method"] in args.methods
                        and r["seed"] in args.seeds and r["iterations"] == args.iterations])
+    table += "\n\n" + host_table([r for r in records if r["dataset"] in wanted and r["seed"] in args.seeds
+                                   and r["iterations"] == args.iterations])
     (out / "summary.md").write_text(table + "\n")
     print(table)
     return 0

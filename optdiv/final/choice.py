@@ -8,6 +8,7 @@ predictor (:class:`~optdiv.final.model.EnsembleModel`).
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -16,7 +17,7 @@ import numpy as np
 from optdiv.core.agnostic_baselines import amin_weights, tuned_agnostic_bayes, tuned_smin, weighted_vote
 from optdiv.core.agnostic_bayes import SAMPLERS
 from optdiv.core.ensemble import agnostic_bayes_weights, bagged_ensemble_selection, ensemble_selection
-from optdiv.core.metric_vocabulary import auto_selection
+from optdiv.core.metric_vocabulary import LOSSES, REGRESSION_LOSSES, auto_selection
 from optdiv.core.metrics import per_example_loss
 
 #: ``ensemble_loss`` / ``ensemble_bags`` value meaning "what was measured to over-fit the validation rows least"
@@ -131,6 +132,24 @@ def resolve_selection(task: str, metric: str, ensemble_loss=AUTO, ensemble_bags=
             raise ValueError(f"ensemble_bags must be a number or {AUTO!r}, not {ensemble_bags!r}")
         ensemble_bags = REGRESSION_BAGS if task == "regression" else 0
     return ensemble_loss, int(ensemble_bags or 0)
+
+
+def check_selection_settings(size, ensemble_loss=AUTO, ensemble_bags=AUTO, task: Optional[str] = None,
+                             own_metric: str = "the run's metric") -> None:
+    """Refuse a bad final-selection setting where a user gives it (an adapter's option), not at the search's end."""
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
+        raise ValueError(f"ensemble_size must be a positive integer; got {size!r}")
+    if ensemble_loss is not None and ensemble_loss != AUTO:
+        if ensemble_loss not in LOSSES:
+            raise ValueError(f"ensemble_loss must be {AUTO!r}, None ({own_metric}) or one of {', '.join(LOSSES)}; "
+                             f"got {ensemble_loss!r}")
+        if task is not None and (ensemble_loss in REGRESSION_LOSSES) != (task == "regression"):
+            raise ValueError(f"ensemble_loss {ensemble_loss!r} does not fit a {task} task")
+    if isinstance(ensemble_bags, str):
+        if ensemble_bags != AUTO:
+            raise ValueError(f"ensemble_bags must be a number or {AUTO!r}; got {ensemble_bags!r}")
+    elif isinstance(ensemble_bags, bool) or not isinstance(ensemble_bags, numbers.Integral) or ensemble_bags < 0:
+        raise ValueError(f"ensemble_bags must be 0 (one selection), more, or {AUTO!r}; got {ensemble_bags!r}")
 
 
 def _caruana_weights(preds, y_val, s) -> np.ndarray:

@@ -19,8 +19,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from optdiv.core.ensemble import bagged_ensemble_selection, ensemble_predict, ensemble_selection
-from optdiv.core.metric_vocabulary import LOSSES, REGRESSION_LOSSES
-from optdiv.final.choice import AUTO, resolve_selection
+from optdiv.core.metric_vocabulary import REGRESSION_LOSSES
+from optdiv.final.choice import AUTO, check_selection_settings, resolve_selection
 from optdiv.integrations.autosklearn.callback import HostLoss, OptDivSMAC, computes_exactly, selector_metric
 
 #: Rounds of selection, auto-sklearn 0.15's ``EnsembleSelection`` default, so switching classes keeps the size.
@@ -35,16 +35,7 @@ _CLASSES: Dict[str, type] = {}
 
 def check_ensemble_settings(ensemble_size=DEFAULT_ENSEMBLE_SIZE, ensemble_loss=AUTO, ensemble_bags=AUTO) -> None:
     """Refuse a bad setting when it is given, not in auto-sklearn's ensemble-builder process minutes later."""
-    if isinstance(ensemble_size, bool) or not isinstance(ensemble_size, numbers.Integral) or ensemble_size < 1:
-        raise ValueError(f"ensemble_size must be a positive integer; got {ensemble_size!r}")
-    if ensemble_loss is not None and ensemble_loss != AUTO and ensemble_loss not in LOSSES:
-        raise ValueError(f"ensemble_loss must be {AUTO!r}, None (auto-sklearn's metric) or one of "
-                         f"{', '.join(LOSSES)}; got {ensemble_loss!r}")
-    if isinstance(ensemble_bags, str):
-        if ensemble_bags != AUTO:
-            raise ValueError(f"ensemble_bags must be a number or {AUTO!r}; got {ensemble_bags!r}")
-    elif isinstance(ensemble_bags, bool) or not isinstance(ensemble_bags, numbers.Integral) or ensemble_bags < 0:
-        raise ValueError(f"ensemble_bags must be 0 (one selection), more, or {AUTO!r}; got {ensemble_bags!r}")
+    check_selection_settings(ensemble_size, ensemble_loss, ensemble_bags, own_metric="auto-sklearn's metric")
 
 
 def check_ensemble_kwargs(ensemble_kwargs: Optional[Mapping[str, Any]]) -> None:

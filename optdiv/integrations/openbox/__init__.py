@@ -16,7 +16,8 @@ takes the first configuration it has not evaluated yet::
         config = advisor.get_suggestion()
         loss, val_proba = fit_and_score(config)          # your code: (rows, classes) probabilities
         advisor.update_observation(Observation(config, [loss], extra_info={"val_pred": val_proba}))
-    members = final_ensemble(advisor)                     # Caruana ensemble over the history
+    members = final_ensemble(advisor)                     # the engine's ensemble selection over the history
+    model = members.refit(fit_on_all_rows)                # your code: config -> model fitted on train + validation
 
 With OpenBox's ``Optimizer`` the objective returns ``{"objectives": [loss], "extra_info": {"val_pred": p}}``
 and :class:`OptDivOptimizer` takes one extra argument, ``optdiv=dict(y_val=y_val, metric="error")``;
@@ -52,7 +53,7 @@ own order unnoticed.
 
 from optdiv.integrations.openbox.advisor import (MARKER_KEY, PRED_KEY, OptDivAdvisor, OptDivAsyncBatchAdvisor,
                                                  OptDivSyncBatchAdvisor, encode_configurations)
-from optdiv.integrations.openbox.ensemble import EnsembleMembers, final_ensemble
+from optdiv.integrations.openbox.ensemble import EnsembleMembers, FittedEnsemble, final_ensemble
 from optdiv.integrations.openbox.host import WRITTEN_FOR, HostVersionError, check_host, host_problems
 from optdiv.integrations.openbox.optimizers import OptDivOptimizer, OptDivParallelOptimizer
 
@@ -63,6 +64,7 @@ __all__ = [
     "OptDivOptimizer",
     "OptDivParallelOptimizer",
     "EnsembleMembers",
+    "FittedEnsemble",
     "HostVersionError",
     "WRITTEN_FOR",
     "check_host",

@@ -163,22 +163,23 @@ def regression_data():
     return X_train, y_train, X_val, y_val, X_test, y_test
 
 
-@functools.lru_cache(maxsize=None)
-def _fit_regressor(key: tuple):
+def build_regressor(values: dict):
     from sklearn.linear_model import Ridge
     from sklearn.neighbors import KNeighborsRegressor
     from sklearn.tree import DecisionTreeRegressor
 
-    values = dict(key)
-    X_train, y_train, X_val, _, _, _ = regression_data()
     if values["algorithm"] == "ridge":
-        model = Ridge(alpha=values["alpha"])
-    elif values["algorithm"] == "knn":
-        model = KNeighborsRegressor(values["n_neighbors"])
-    else:
-        model = DecisionTreeRegressor(max_depth=values["max_depth"], min_samples_leaf=values["min_samples_leaf"],
-                                      random_state=0)
-    return model.fit(X_train, y_train).predict(X_val)
+        return Ridge(alpha=values["alpha"])
+    if values["algorithm"] == "knn":
+        return KNeighborsRegressor(values["n_neighbors"])
+    return DecisionTreeRegressor(max_depth=values["max_depth"], min_samples_leaf=values["min_samples_leaf"],
+                                 random_state=0)
+
+
+@functools.lru_cache(maxsize=None)
+def _fit_regressor(key: tuple):
+    X_train, y_train, X_val, _, _, _ = regression_data()
+    return build_regressor(dict(key)).fit(X_train, y_train).predict(X_val)
 
 
 def regression_objective(config) -> dict:

@@ -197,6 +197,78 @@ def test_final_ensemble_builders(tmp_path):
     assert caruana.val_loss <= min(singles) + 1e-12 or len(caruana.indices) > 1
 
 
+@pytest.mark.timeout(300)
+def test_final_ensemble_selects_as_the_engine_does(tmp_path):
+    from optdiv.final.choice import choose_members
+    from optdiv.integrations.openbox import OptDivAdvisor, final_ensemble
+    from optdiv.integrations.openbox.ensemble import _Run
+
+    y_val = problem.data()[3]
+    advisor = _advisor(OptDivAdvisor, tmp_path, y_val=y_val, method=None)
+    _ask_tell(advisor, 12)
+    rows, preds = advisor.stored_predictions()
+    runs = [_Run("ok", p, 0.0) for p in preds]
+    for options, selection in (({}, "log_loss"), ({"ensemble_loss": None}, None),
+                               ({"ensemble_loss": "brier"}, "brier")):
+        members = final_ensemble(advisor, **options)
+        picked, weights = choose_members(runs, y_val, "error", selection_loss=selection)
+        assert members.indices == [rows[j] for j in picked]
+        np.testing.assert_allclose(members.weights, weights)
+        assert members.task == "classification"
+    bagged = final_ensemble(advisor, ensemble_bags=5)
+    picked, weights = choose_members(runs, y_val, "error", selection_loss="log_loss", bags=5)
+    np.testing.assert_allclose(bagged.weights, weights)
+    for bad, match in (({"ensemble_loss": "mse"}, "does not fit a classification task"),
+                       ({"ensemble_loss": "nope"}, "ensemble_loss must be"), ({"ensemble_bags": -1}, "ensemble_bags"),
+                       ({"ensemble_bags": "many"}, "ensemble_bags"), ({"size": 0}, "ensemble_size")):
+        with pytest.raises(ValueError, match=match):
+            final_ensemble(advisor, **bad)
+
+
+@pytest.mark.timeout(300)
+def test_refit_fits_every_member_again_and_predicts_with_the_weights(tmp_path):
+    from optdiv.integrations.openbox import FittedEnsemble, OptDivAdvisor, final_ensemble
+
+    X_train, y_train, X_val, y_val, X_test, _ = problem.data()
+    X_all, y_all = np.vstack([X_train, X_val]), np.concatenate([y_train, y_val])
+    advisor = _advisor(OptDivAdvisor, tmp_path, y_val=y_val, method=None)
+    _ask_tell(advisor, 12)
+    members = final_ensemble(advisor)
+    assert len(members.configs) >= 2, "the test needs an ensemble of several members"
+    fitted_on = []
+
+    def fit(config):
+        model = problem.build(config.get_dictionary()).fit(X_all, y_all)
+        fitted_on.append(len(y_all))
+        return model
+
+    model = members.refit(fit)
+    assert isinstance(model, FittedEnsemble) and model.indices == members.indices
+    assert fitted_on == [len(y_all)] * len(members.configs)
+    expected = sum(w * problem.build(c.get_dictionary()).fit(X_all, y_all).predict_proba(X_test)
+                   for w, c in zip(members.weights, members.configs))
+    np.testing.assert_allclose(model.predict_proba(X_test), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(model.predict(X_test), np.argmax(expected, axis=1))
+
+    broken = members.configs[0]
+
+    def fit_but_one(config):
+        if config is broken:
+            raise ValueError("cannot fit this one")
+        return fit(config)
+
+    with pytest.warns(RuntimeWarning, match="cannot fit this one"):
+        partial = members.refit(fit_but_one)
+    assert partial.indices == members.indices[1:]
+    np.testing.assert_allclose(partial.weights, members.weights[1:] / members.weights[1:].sum())
+
+    def fit_none(config):
+        raise ValueError("nothing fits")
+
+    with pytest.raises(RuntimeError, match="nothing fits"):
+        members.refit(fit_none)
+
+
 def test_bad_input_is_reported(tmp_path):
     from openbox import Observation
 

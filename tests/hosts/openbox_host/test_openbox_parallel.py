@@ -261,6 +261,18 @@ def test_regression_through_the_advisor(tmp_path):
     assert members.val_loss == pytest.approx(float(np.mean((members.val_prediction - y_val) ** 2)), rel=1e-6)
     singles = [mean_loss(p, y_val, "mse") for p in preds]
     assert members.val_loss <= max(singles)
+    from optdiv.final.choice import REGRESSION_BAGS, choose_members
+    from optdiv.integrations.openbox.ensemble import _Run
+
+    picked, weights = choose_members([_Run("ok", p, 0.0) for p in preds], y_val, "mse", bags=REGRESSION_BAGS)
+    assert members.indices == [rows[j] for j in picked], "regression's final selection is the bagged one"
+    np.testing.assert_allclose(members.weights, weights)
+    X_train, y_train, X_val, _, X_test, _ = problem.regression_data()
+    model = members.refit(lambda c: problem.build_regressor(c.get_dictionary()).fit(
+        np.vstack([X_train, X_val]), np.concatenate([y_train, y_val])))
+    assert model.predict(X_test).shape == (len(X_test),)
+    with pytest.raises(AttributeError, match="classification"):
+        model.predict_proba(X_test)
 
     mae = OptDivAdvisor(problem.make_regression_space(), y_val=y_val, metric="mae", initial_trials=N_INIT,
                         random_state=SEED, output_dir=str(tmp_path / "logs"), task_id="regression_mae")
