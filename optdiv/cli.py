@@ -32,6 +32,8 @@ def _auto_or(convert, expected: str, valid=None, invalid: str = ""):
 _bags = _auto_or(int, "a number of bags or 'auto'", lambda n: n >= 0, "the number of bags cannot be negative")
 _seconds_or_auto = _auto_or(float, "seconds or 'auto'", lambda s: s > 0, "the time limit must be positive")
 _folds = _auto_or(lambda text: None if text == "none" else int(text), "a number of folds, 'auto' or 'none'")
+_megabytes = _auto_or(lambda text: None if text == "none" else int(text), "megabytes, 'auto' or 'none'",
+                     lambda mb: mb is None or mb > 0, "the memory limit must be positive")
 _rows = _auto_or(lambda text: None if text == "all" else int(text), "a number of rows, 'auto' or 'all'",
                  lambda n: n is None or n >= 20, "a search needs at least 20 rows")
 
@@ -85,7 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="wall-time limit of one evaluation's fit; with --cv K, of each fold's fit (so an "
                           "evaluation may take up to K x this in all). auto (default): a tenth of --time-budget, "
                           "between 10 and 120 s; 120 s without a time budget")
-    run.add_argument("--memory-limit", type=int, metavar="MB", help="address-space limit of one evaluation's process")
+    run.add_argument("--memory-limit", type=_megabytes, metavar="MB|auto|none",
+                     help="resident-memory limit of one evaluation's process; an evaluation past it fails (default: "
+                          "auto, 3 GB or 1 GB + 4x the data, at most half this machine's memory over the "
+                          "evaluations running at once)")
     run.add_argument("--search-rows", type=_rows, metavar="N|auto|all",
                      help="the most training rows an evaluation fits on, a sample taken once (the final members are "
                           "then refitted on every row as far as the time budget allows); auto (default): 250 per "

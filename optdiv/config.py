@@ -22,6 +22,7 @@ from optdiv.core.agnostic_bayes import SAMPLERS
 from optdiv.core.pool import POOL_BUILDERS
 from optdiv.evaluation.constraints import parse_constraints, settings_form
 from optdiv.evaluation.fault_plan import parse_faults
+from optdiv.evaluation.memory import resolve_memory_limit
 from optdiv.evaluation.threads import THREADED_MIN_ROWS, resolve_n_jobs
 from optdiv.final.choice import AUTO, ENSEMBLE_BUILDERS
 from optdiv.strategies.methods import get_method
@@ -65,7 +66,7 @@ class RunConfig:
     workers: Optional[int] = None
     scheduler: Optional[str] = None
     faults: Any = None
-    memory_limit_mb: Optional[int] = None
+    memory_limit_mb: Union[int, str, None] = None  # MB of one evaluation's resident set; "auto": by data and machine
     optimizer_options: Optional[Dict] = None  # the strategy's own keyword options (research and tests)
 
     def __post_init__(self):
@@ -97,6 +98,7 @@ class RunConfig:
             raise ValueError(f"fold_models must be one of {', '.join(FOLD_MODELS)}; got {self.fold_models!r}")
         resolve_n_jobs(self.n_jobs)  # a whole number of cores, not 0
         resolve_search_rows(self.search_rows, self.time_budget)  # a number of rows, None or "auto"
+        resolve_memory_limit(self.memory_limit_mb)  # MB, None or "auto"
         if self.algorithm_share is not None and not 0 < float(self.algorithm_share) <= 1:
             raise ValueError(f"algorithm_share must be in (0, 1] or None; got {self.algorithm_share!r}")
 
@@ -150,7 +152,7 @@ class RunConfig:
             out["faults"] = faults.text()
         if self.algorithm_share is not None:
             out["algorithm_share"] = float(self.algorithm_share)
-        if self.memory_limit_mb is not None:
+        if self.memory_limit_mb is not None and self.memory_limit_mb != "auto":  # "auto" changes no evaluation kept
             out["memory_limit_mb"] = int(self.memory_limit_mb)
         if self.portfolio is not None:
             portfolio = self.portfolio
@@ -173,4 +175,4 @@ _ALWAYS_STORED = ("method", "metric", "space", "budget", "time_limit", "ensemble
 #: Where :meth:`RunConfig.product` departs from the papers' protocol.
 PRODUCT_DEFAULTS: Dict[str, Any] = {"time_limit": "auto", "cv": "auto", "portfolio": "auto", "refit": True,
                                     "ensemble_loss": "auto", "ensemble_bags": "auto", "n_jobs": -1,
-                                    "search_rows": "auto"}
+                                    "search_rows": "auto", "memory_limit_mb": "auto"}

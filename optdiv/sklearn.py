@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -108,7 +108,7 @@ class _OptDivEstimator(BaseEstimator):
         n_jobs: Optional[int] = _PRODUCT.n_jobs,
         workers: Optional[int] = _PRODUCT.workers,
         scheduler: Optional[str] = _PRODUCT.scheduler,
-        memory_limit_mb: Optional[int] = _PRODUCT.memory_limit_mb,
+        memory_limit_mb: Union[int, str, None] = _PRODUCT.memory_limit_mb,
         faults=_PRODUCT.faults,
     ):
         self.method = method

@@ -30,7 +30,7 @@ import multiprocessing
 import pickle
 import time
 import weakref
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Union
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from optdiv.evaluation.faults import FaultInjectingEvaluator
 from optdiv.evaluation.fitting import MAX_ERROR_CHARS, error_text, fit_predict, n_folds
 from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.interface import EvaluatorInterface, WorkerRecipe
+from optdiv.evaluation.memory import can_watch_memory, frames_mb, resolve_memory_limit
 from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
 from optdiv.evaluation.pipelines import pipeline_path, splits_digest
 from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, shutdown
@@ -57,8 +58,10 @@ class Evaluator(EvaluatorInterface):
     of an importable module. ``metric`` is ``error``, ``log_loss`` or ``brier`` for classification and
     ``mse`` or ``mae`` for regression, or an alias of one (:func:`optdiv.core.metric_vocabulary.resolve`;
     ``metric`` then holds the loss's own name). ``n_classes`` defaults to one more than the
-    largest class index in the splits. ``memory_limit_mb`` caps the worker's address space
-    (``RLIMIT_AS``, Linux/macOS only; it also counts the data and thread stacks, so leave headroom).
+    largest class index in the splits. ``memory_limit_mb`` caps the worker's resident set (its children's
+    included; the data it holds count too): the parent reads it every 0.2 s while a fit runs and ends a worker
+    past it, recording a failure. Where the resident set cannot be read, the worker's address space is capped
+    instead (``RLIMIT_AS``, which also counts thread stacks and untouched mappings, so leave headroom there).
     ``threads``: the cores one evaluation may use, given to its model's thread options and to the process's
     OpenMP/BLAS caps (optdiv.evaluation.threads); None keeps the libraries' own defaults.
     ``pipelines_dir``: a folder where each successful holdout fit is saved (:meth:`saved_path` says where),
@@ -80,7 +83,7 @@ class Evaluator(EvaluatorInterface):
         n_classes: Optional[int] = None,
         time_limit: float = 120.0,
         seed: int = 0,
-        memory_limit_mb: Optional[int] = None,
+        memory_limit_mb: Union[int, str, None] = None,
         in_process: bool = False,
         start_method: str = "spawn",
         threads: Optional[int] = 1,
@@ -109,7 +112,9 @@ class Evaluator(EvaluatorInterface):
         self.n_classes = n_classes
         self.time_limit = float(time_limit)
         self.seed = int(seed)
-        self.memory_limit_mb = memory_limit_mb
+        self.memory_limit_mb = resolve_memory_limit(  # "auto": by the data this evaluator's worker holds
+            memory_limit_mb, 0.0 if memory_limit_mb != "auto" else frames_mb(
+                splits.X_train, splits.X_val, splits.X_test, splits.y_train, splits.y_val, splits.y_test))
         self.in_process = in_process
         self.start_method = start_method
         self.threads = threads  # the evaluation's threads: its models' and its OpenMP/BLAS caps; None: library defaults
@@ -135,8 +140,11 @@ class Evaluator(EvaluatorInterface):
         if self.in_process or self._holder[0] is not None:
             return
         ctx = multiprocessing.get_context(self.start_method)
+        watched = self.memory_limit_mb is not None and can_watch_memory()
+        # where the resident set cannot be read, the worker caps its own address space instead (RLIMIT_AS)
         self._holder[0] = Worker(ctx, (self.build, self.splits, self.task, self.n_classes, self.seed,
-                                       self.memory_limit_mb), self.threads)
+                                       None if watched else self.memory_limit_mb), self.threads,
+                                 memory_limit_mb=self.memory_limit_mb if watched else None)
         self.worker_starts += 1
 
     def settings(self) -> Dict[str, Any]:
@@ -226,7 +234,8 @@ class Evaluator(EvaluatorInterface):
             if kind != "msg":
                 self.close()
                 return ("stopped at the deadline" if kind == "timeout" else
-                        describe_exit(payload) if kind == "dead" else "unreadable result from the worker")
+                        describe_exit(payload) if kind == "dead" else self._over_memory(payload) if kind == "memory"
+                        else "unreadable result from the worker")
             result = payload[1]
         if not result.get("ok"):
             return (result.get("error") or "unknown error")[:MAX_ERROR_CHARS]
@@ -279,6 +288,8 @@ class Evaluator(EvaluatorInterface):
         self.close()
         if kind == "timeout":
             return f"worker process did not start within {min(START_TIMEOUT, max(timeout, 0.0)):.0f} s"
+        if kind == "memory":
+            return self._over_memory(payload) + " while starting"
         if kind == "dead":
             return (f"{describe_exit(payload)} while starting (is the build function importable, and is the "
                     f"main script guarded by if __name__ == '__main__'?)")
@@ -319,6 +330,9 @@ class Evaluator(EvaluatorInterface):
         if kind == "dead":
             self.close()
             return self._failed(config, index, "failed", describe_exit(payload) + " during the evaluation", waited)
+        if kind == "memory":
+            self.close()
+            return self._failed(config, index, "failed", self._over_memory(payload), waited)
         if kind == "bad":
             self.close()
             return self._failed(config, index, "failed", "unreadable result from the worker: " + payload, waited)
@@ -329,6 +343,10 @@ class Evaluator(EvaluatorInterface):
         if result.get("restart"):
             self.close()
         return self._observation(config, index, result)
+
+    def _over_memory(self, resident: float) -> str:
+        return (f"exceeded the memory limit of {self.memory_limit_mb:g} MB (resident set {resident:.0f} MB; "
+                f"worker ended)")
 
     def _timed_out(self, config, index, folds: "_FoldProgress", seconds: float) -> Observation:
         """A timeout; under cross-validation it keeps the finished folds' loss (a censored observation)."""

@@ -54,13 +54,16 @@ from typing import Optional
 import numpy as np
 
 from optdiv.evaluation.fitting import error_text, fit_predict
-from optdiv.evaluation.memory import note_worker_peak, own_peak_mb
+from optdiv.evaluation.memory import note_worker_peak, own_peak_mb, resident_mb
 
 #: Seconds a worker may take to start (imports and receiving the splits) before it is given up.
 START_TIMEOUT = 120.0
 
 #: Seconds between ``terminate`` and ``kill`` when ending a worker.
 KILL_GRACE = 2.0
+
+#: Seconds between two reads of a worker's resident set while it works under a memory limit.
+MEMORY_POLL = 0.2
 
 
 def _set_memory_limit(megabytes: int) -> None:
@@ -184,7 +187,8 @@ class Worker:
     ``n_jobs`` of joblib-based models into 1.
     """
 
-    def __init__(self, ctx, args, threads: Optional[int] = None):
+    def __init__(self, ctx, args, threads: Optional[int] = None, memory_limit_mb: Optional[float] = None):
+        self.memory_limit_mb = memory_limit_mb  # watched here, on the worker's resident set (optdiv.evaluation.memory)
         parent_conn, child_conn = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=_worker_main, args=(child_conn,), name="optdiv-evaluator")
         with thread_limit_environment(threads):
@@ -205,15 +209,21 @@ class Worker:
         return self.proc is not None and self.proc.is_alive()
 
     def receive(self, timeout: float):
-        """Next message, or ``("timeout", None)`` / ``("dead", exitcode)``."""
+        """Next message, or ``("timeout", None)`` / ``("dead", exitcode)`` / ``("memory", resident MB)`` when the
+        worker's resident set passed its limit (the caller ends it)."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 return "timeout", None
-            ready = wait([self.conn, self.proc.sentinel], timeout=left)
+            ready = wait([self.conn, self.proc.sentinel],
+                         timeout=left if self.memory_limit_mb is None else min(left, MEMORY_POLL))
             if not ready:
-                return "timeout", None
+                if self.memory_limit_mb is not None:
+                    used = resident_mb(self.proc.pid)
+                    if used is not None and used > self.memory_limit_mb:
+                        return "memory", used
+                continue
             if self.conn in ready:
                 try:
                     msg = self.conn.recv()

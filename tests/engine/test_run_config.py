@@ -54,6 +54,21 @@ def test_every_option_reaches_the_command_line_and_the_estimators():
     assert estimator.run_config().pool == "agnostic_bayes"
 
 
+def test_memory_limit_is_on_by_default_and_takes_auto_none_or_megabytes():
+    assert RunConfig.product().memory_limit_mb == "auto" and RunConfig().memory_limit_mb is None
+    assert OptDivClassifier().memory_limit_mb == "auto"
+    for flag, value in (("auto", "auto"), ("none", None), ("2048", 2048)):
+        args = build_parser().parse_args(["run", "--data", "x.csv", "--memory-limit", flag])
+        assert run_config_from_args(args).memory_limit_mb == value
+    assert run_config_from_args(build_parser().parse_args(["run", "--data", "x.csv"])).memory_limit_mb == "auto"
+    for bad in ("0", "lots"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["run", "--data", "x.csv", "--memory-limit", bad])
+    with pytest.raises(ValueError, match="memory_limit_mb"):
+        RunConfig(memory_limit_mb="lots")
+    assert "memory_limit_mb" not in RunConfig(memory_limit_mb="auto").settings()  # "auto" changes no kept evaluation
+
+
 def test_stored_settings_keep_the_older_form():
     settings = RunConfig(time_limit=30.0).settings()
     assert set(settings) == {"method", "metric", "space", "budget", "time_limit", "ensemble", "ensemble_size",

@@ -148,8 +148,45 @@ def test_worker_is_reused_and_close_restarts(worker):
     assert worker.worker_starts == starts + 1
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the resident set is read from /proc on Linux")
+def test_memory_limit_ends_a_worker_whose_resident_set_passes_it():
+    d = load_dataset("sklearn:breast_cancer")
+    s = split(d, seed=0)
+    with Evaluator(builders.by_name, s, "classification", "error", time_limit=60, memory_limit_mb=400) as ev:
+        grown = ev.evaluate({"algorithm": "grower", "mb": 1500, "hold": 5.0}, index=0)
+        assert grown.status == "failed" and grown.val_loss == WORST_LOSS["error"]
+        assert "exceeded the memory limit of 400 MB" in grown.error
+        assert grown.fit_seconds < 5.0, "the watchdog must end the worker while it grows, not when the fit ends"
+        untouched = ev.evaluate({"algorithm": "hog", "gib": 2}, index=1)  # address space only: no resident set
+        assert untouched.status == "ok", "an address space never touched must not count against the limit"
+        small = ev.evaluate({"algorithm": "grower", "mb": 100, "hold": 0.5}, index=2)
+        assert small.status == "ok" and ev.worker_starts == 2  # replaced once, after the first evaluation
+
+
+def test_memory_limit_auto_follows_the_data_and_the_machine(monkeypatch):
+    from optdiv.evaluation import memory
+
+    monkeypatch.setattr(memory, "total_memory_mb", lambda: 64 * 1024.0)
+    assert memory.resolve_memory_limit("auto") == memory.AUTO_MEMORY_MB
+    assert memory.resolve_memory_limit("auto", data_mb=1000) == 1024 + 4 * 1000
+    assert memory.resolve_memory_limit("auto", data_mb=1000, at_once=8) == 4096  # half of 64 GB over 8
+    assert memory.resolve_memory_limit("auto", data_mb=1000, at_once=64) == 1024  # never below 1 GB
+    assert memory.resolve_memory_limit("auto", data_mb=1000, at_once=64, local=False) == 5024  # a remote cluster
+    assert memory.resolve_memory_limit(None) is None and memory.resolve_memory_limit(512.5) == 512
+    for bad in ("lots", 0, -5, True):
+        with pytest.raises(ValueError, match="memory_limit_mb"):
+            memory.resolve_memory_limit(bad)
+    d = load_dataset("sklearn:diabetes")
+    s = split(d, seed=0)
+    ev = Evaluator(builders.by_name, s, "regression", "mse", memory_limit_mb="auto")
+    assert ev.memory_limit_mb == memory.AUTO_MEMORY_MB and ev.settings()["memory_limit_mb"] == memory.AUTO_MEMORY_MB
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is enforced on Linux")
-def test_memory_limit_regression_in_worker():
+def test_memory_limit_caps_the_address_space_where_the_resident_set_cannot_be_read(monkeypatch):
+    from optdiv.evaluation import evaluator as evaluator_module
+
+    monkeypatch.setattr(evaluator_module, "can_watch_memory", lambda: False)
     d = load_dataset("sklearn:diabetes")
     s = split(d, seed=0)
     with Evaluator(builders.by_name, s, "regression", "mse", time_limit=60, memory_limit_mb=8192) as ev:

@@ -88,6 +88,25 @@ class Hog(MajorityLabel):
         return super().fit(X, y)
 
 
+class Grower(MajorityLabel):
+    """Touches ``mb`` MB of memory, 20 MB every 20 ms, then keeps it while it sleeps ``hold`` seconds: a resident
+    set that grows as a real model's does."""
+
+    def __init__(self, mb=2000, hold=5.0):
+        self.mb, self.hold = mb, hold
+
+    def fit(self, X, y):
+        import time
+
+        blocks = []
+        for _ in range(int(self.mb) // 20):
+            blocks.append(np.ones(20 * 1024 * 1024 // 8))
+            time.sleep(0.02)
+        time.sleep(self.hold)
+        self.size_ = sum(b.nbytes for b in blocks)
+        return super().fit(X, y)
+
+
 def svc(config, seed):
     """A kernel SVC without probability estimates: labels and a decision_function only."""
     from sklearn.svm import SVC
@@ -127,11 +146,15 @@ def hog(config, seed):
     return Hog(config.get("gib", 16))
 
 
+def grower(config, seed):
+    return Grower(config.get("mb", 2000), config.get("hold", 5.0))
+
+
 def by_name(config, seed):
     """Dispatch on config["algorithm"], so one worker can serve every kind of model."""
     return {
         "logreg": logreg, "majority": majority, "refusing": refusing, "sleeper": sleeper, "nan": nan_proba,
-        "exit": exiter, "raise": raiser, "hog": hog, "ridge": ridge, "svc": svc, "slow_on_large": slow_on_large,
+        "exit": exiter, "raise": raiser, "hog": hog, "grower": grower, "ridge": ridge, "svc": svc, "slow_on_large": slow_on_large,
     }[config["algorithm"]](config, seed)
 
 
