@@ -11,7 +11,8 @@ Each fit runs in a subprocess pinned to its cores (CPU affinity, which the estim
 ``synthetic:N`` is ``make_classification(n_samples=N, n_features=30, n_informative=12, n_redundant=6, flip_y=0.03,
 class_sep=0.8, random_state=0)``; other names are CSV files of ``--data-dir`` (last column the target). Per fit it
 records the test error (%, or MSE), the evaluations and how many failed, the wall time against the budget, and the
-peak resident memory of the driver and of its largest worker; ``lightgbm`` is ``LGBMClassifier()`` /
+peak resident memory of the driver and of its largest worker, and which algorithms were evaluated and which failed;
+``lightgbm`` is ``LGBMClassifier()`` /
 ``LGBMRegressor()`` at their defaults on the same cores and rows. A rerun skips the fits already in
 ``OUT/results.jsonl``. ``report`` writes ``OUT/table.md`` with a Wilcoxon test of the most cores against one.
 """
@@ -109,7 +110,9 @@ def fit(job: dict) -> dict:
                threads=model.result_.info.get("threads"), driver_mb=memory.get("driver"),
                worker_mb=memory.get("largest_worker"),
                failures=sorted({(obs.error or obs.status).splitlines()[-1][:120] for obs in history
-                                if obs.status not in ("ok", "infeasible")})[:5])
+                                if obs.status not in ("ok", "infeasible")})[:5],
+               failed_algorithms=[obs.algorithm for obs in history if obs.status not in ("ok", "infeasible")],
+               algorithms=[obs.algorithm for obs in history])
     return out
 
 
