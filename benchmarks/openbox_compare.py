@@ -212,8 +212,9 @@ def summarise(records: Sequence[Dict]) -> str:
 
 #: (column label, method, record field) of the host table: OpenBox alone, its search with optdiv's final model,
 #: and each diversity arm with optdiv's final model (OpenBox + optdiv as a user switches it on).
-HOST_COLUMNS = [("OpenBox alone", "openbox", "test_error"), ("OpenBox + optdiv's final model", "openbox",
-                                                                "optdiv_test_error")] + [
+HOST_COLUMNS = [("OpenBox alone", "openbox", "test_error"),
+                ("OpenBox + optdiv's selection, not refitted", "openbox", "optdiv_unrefitted_test_error"),
+                ("OpenBox + optdiv's final model", "openbox", "optdiv_test_error")] + [
     (f"OpenBox + {m} + optdiv's final model", m, "optdiv_test_error") for m in METHODS[1:]]
 
 
@@ -224,7 +225,7 @@ def host_table(records: Sequence[Dict]) -> str:
     from scipy.stats import wilcoxon
 
     value = {(r["dataset"], r["seed"], r["method"], field): r.get(field, "")
-             for r in records for field in ("test_error", "optdiv_test_error")}
+             for r in records for field in {c[2] for c in HOST_COLUMNS}}
     columns = [c for c in HOST_COLUMNS if any(key[2:] == c[1:] and v != "" for key, v in value.items())]
     if len(columns) < 2:
         return "(no paired host runs)"
