@@ -100,6 +100,6 @@ if __name__ == "__main__":
     plain = run({"y_val": y_val, "method": None})
     optdiv = run({"y_val": y_val, "metric": "error", "method": "optdivbo"})
     changed = sum(s["changed"] for s in optdiv.config_advisor.selections)
-    print(f"plain OpenBox + post-hoc ensemble: test accuracy {ensemble_test_accuracy(plain):.4f}")
-    print(f"OpenBox + OptDivBO + ensemble:     test accuracy {ensemble_test_accuracy(optdiv):.4f} "
+    print(f"plain OpenBox + final model:       test accuracy {ensemble_test_accuracy(plain):.4f}")
+    print(f"OpenBox + OptDivBO + final model:  test accuracy {ensemble_test_accuracy(optdiv):.4f} "
           f"({changed} of {ITERATIONS} suggestions changed by diversity)")
