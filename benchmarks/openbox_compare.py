@@ -241,7 +241,7 @@ def host_table(records: Sequence[Dict]) -> str:
         for label, method, field in columns:
             errors = np.array([float(value[dataset, s, method, field]) for s in common])
             std = float(np.std(errors, ddof=1)) if len(errors) > 1 else 0.0
-            cells.append(f"{errors.mean():.2f} +- {std:.2f}")
+            cells.append(f"{errors.mean():.4g} +- {std:.2g}")  # 4 digits: regression MSEs can be small
             if label in pairs:
                 pairs[label] += [(float(value[dataset, s, method, field]),
                                   float(value[dataset, s, "openbox", "test_error"])) for s in common]
