@@ -151,21 +151,16 @@ def summarise(records: Sequence[Dict]) -> str:
 def paired_line(records: Sequence[Dict], datasets, methods, seeds) -> str:
     """Per method, over its (dataset, seed) pairs: how often optdiv's ensemble of the same runs is lower / level /
     higher than auto-sklearn's, and the Wilcoxon p of the relative differences (level pairs dropped)."""
-    from scipy.stats import wilcoxon
+    from optdiv.bench.stats import relative_pairs_line
 
     error = {(r["dataset"], r["seed"], r["method"]): r["test_error"] for r in records}
     lines = []
     for method in methods:
-        rel = np.array([(error[d, s, method + "+ens"] - error[d, s, method]) / error[d, s, method]
-                        for (d, s, m) in error if m == method and d in datasets and s in seeds
-                        and (d, s, method + "+ens") in error and error[d, s, method]])
-        if not len(rel):
-            continue
-        moved = rel[rel != 0]
-        p = float(wilcoxon(moved).pvalue) if len(moved) >= 2 else 1.0
-        lines.append(f"{method}+ens vs {method} over {len(rel)} pairs: {int(np.sum(rel < 0))} lower / "
-                     f"{int(np.sum(rel == 0))} level / {int(np.sum(rel > 0))} higher, median "
-                     f"{100 * float(np.median(rel)):+.1f} %, Wilcoxon p = {p:.3g}")
+        keys = [(d, s) for (d, s, m) in error if m == method and d in datasets and s in seeds
+                and (d, s, method + "+ens") in error and error[d, s, method]]
+        if keys:
+            lines.append(relative_pairs_line(f"{method}+ens vs {method}", [error[k + (method + "+ens",)] for k in keys],
+                                             [error[k + (method,)] for k in keys]))
     return "\n".join(lines)
 
 

@@ -222,7 +222,7 @@ def host_table(records: Sequence[Dict]) -> str:
     """Per dataset the mean +- std of each HOST_COLUMNS column over the seeds every column has; then, per optdiv
     column, the pooled pairs lower / level / higher than OpenBox alone and the Wilcoxon p of the relative
     differences (level pairs dropped)."""
-    from scipy.stats import wilcoxon
+    from optdiv.bench.stats import relative_pairs_line
 
     value = {(r["dataset"], r["seed"], r["method"], field): r.get(field, "")
              for r in records for field in {c[2] for c in HOST_COLUMNS}}
@@ -247,14 +247,9 @@ def host_table(records: Sequence[Dict]) -> str:
                                   float(value[dataset, s, "openbox", "test_error"])) for s in common]
         lines.append(f"| {dataset} | {len(common)} | " + " | ".join(cells) + " |")
     for label, pair in pairs.items():
-        rel = np.array([(a - b) / b if b else 0.0 for a, b in pair])
-        if not len(rel):
-            continue
-        moved = rel[rel != 0]
-        p = float(wilcoxon(moved).pvalue) if len(moved) >= 2 else 1.0
-        lines.append(f"\n{label} vs OpenBox alone over {len(rel)} pairs: {int(np.sum(rel < 0))} lower / "
-                     f"{int(np.sum(rel == 0))} level / {int(np.sum(rel > 0))} higher, median "
-                     f"{100 * float(np.median(rel)):+.1f} %, Wilcoxon p = {p:.3g}")
+        if pair:
+            lines.append("\n" + relative_pairs_line(f"{label} vs OpenBox alone", [a for a, _ in pair],
+                                                     [b for _, b in pair]))
     return "\n".join(lines)
 
 

@@ -72,3 +72,17 @@ def better_same_worse(per_dataset: Dict[str, Tuple[Sequence[float], Sequence[flo
     for ours, theirs in per_dataset.values():
         counts[compare(ours, theirs, alpha)] += 1
     return counts["better"], counts["same"], counts["worse"]
+
+
+def relative_pairs_line(label: str, ours: Sequence[float], theirs: Sequence[float]) -> str:
+    """One line over paired errors: how often ``ours`` is lower / level / higher than ``theirs``, the median relative
+    difference and the two-sided Wilcoxon p of the relative differences (level pairs dropped, as the signed-rank test
+    does); a pair whose reference is 0 counts as level."""
+    a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
+    rel = np.array([(x - y) / y if y else 0.0 for x, y in zip(a, b)])
+    if not len(rel):
+        return f"{label}: no pairs"
+    moved = rel[rel != 0]
+    p = float(wilcoxon(moved).pvalue) if len(moved) >= 2 else 1.0
+    return (f"{label} over {len(rel)} pairs: {int(np.sum(rel < 0))} lower / {int(np.sum(rel == 0))} level / "
+            f"{int(np.sum(rel > 0))} higher, median {100 * float(np.median(rel)):+.1f} %, Wilcoxon p = {p:.3g}")

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from optdiv.bench.report import format_cell, algorithm_spread
-from optdiv.bench.stats import average_ranks, better_same_worse, compare, lower_tie_higher, paired_p
+from optdiv.bench.stats import (average_ranks, better_same_worse, compare, lower_tie_higher, paired_p,
+                                relative_pairs_line)
 from optdiv.final.choice import Stacker
 
 
@@ -117,3 +118,14 @@ def test_transfer_table_and_validation_test_correlation_by_hand():
     means_val, means_test = [5 / 3, 2.0, 11 / 3], [11 / 3, 2.0, 9.0]
     assert r["d1"] == pytest.approx(np.corrcoef(means_val, means_test)[0, 1])
     assert r["d2"] == pytest.approx(np.corrcoef([1.0, 2.0, 5.0], [7.0, 2.0, 9.0])[0, 1])
+
+
+def test_relative_pairs_line_counts_and_tests_the_relative_differences():
+    from scipy.stats import wilcoxon
+
+    ours, theirs = [9.0, 18.0, 5.0, 4.4, 0.5], [10.0, 20.0, 5.0, 4.0, 0.0]
+    line = relative_pairs_line("x vs y", ours, theirs)
+    p = wilcoxon([-0.1, -0.1, 0.1]).pvalue  # the level pair and the pair over 0 are dropped
+    assert line == f"x vs y over 5 pairs: 2 lower / 2 level / 1 higher, median +0.0 %, Wilcoxon p = {p:.3g}"
+    assert relative_pairs_line("x vs y", [], []) == "x vs y: no pairs"
+    assert relative_pairs_line("one", [1.0], [2.0]).endswith("median -50.0 %, Wilcoxon p = 1")
