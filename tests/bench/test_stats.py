@@ -123,7 +123,7 @@ def test_transfer_table_and_validation_test_correlation_by_hand():
 def test_relative_pairs_line_counts_and_tests_the_relative_differences():
     from scipy.stats import wilcoxon
 
-    ours, theirs = [9.0, 18.0, 5.0, 4.4, 0.5], [10.0, 20.0, 5.0, 4.0, 0.0]
+    ours, theirs = [9.0, 18.0, 5.0, 5.5, 0.5], [10.0, 20.0, 5.0, 5.0, 0.0]  # -0.1, -0.1, level, +0.1, over 0
     line = relative_pairs_line("x vs y", ours, theirs)
     p = wilcoxon([-0.1, -0.1, 0.1]).pvalue  # the level pair and the pair over 0 are dropped
     assert line == f"x vs y over 5 pairs: 2 lower / 2 level / 1 higher, median +0.0 %, Wilcoxon p = {p:.3g}"
