@@ -13,6 +13,7 @@ booster can fail under it while using a fraction of the memory it names.
 
 from __future__ import annotations
 
+import numbers
 import os
 import sys
 from typing import Dict, Optional
@@ -146,7 +147,7 @@ def resolve_memory_limit(value, data_mb: float = 0.0, at_once: int = 1, local: b
         if total is not None:
             limit = min(limit, max(1024.0, AUTO_MACHINE_SHARE * total / max(1, int(at_once))))
         return int(limit)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         raise ValueError(f"memory_limit_mb must be a positive number of MB, None or 'auto'; got {value!r}")
     return int(value)
 
