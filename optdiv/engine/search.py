@@ -26,7 +26,7 @@ from optdiv.evaluation.constraints import Constraint, InfeasibleSearchError, par
 from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.fault_plan import parse_faults
 from optdiv.evaluation.faults import inject_faults
-from optdiv.evaluation.memory import frames_mb, resolve_memory_limit
+from optdiv.evaluation.memory import resolve_memory_limit, splits_mb
 from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.execution.factory import make_runner
 from optdiv.execution.runner import Runner
@@ -252,9 +252,9 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     if evaluator is None:
         if c.scheduler is None:  # a remote cluster's workers cannot write into this machine's folder
             pipelines = SavedPipelines(store.models_folder())
-        memory_limit = resolve_memory_limit(c.memory_limit_mb, frames_mb(
-            splits.X_train, splits.X_val, splits.X_test, splits.y_train, splits.y_val, splits.y_test),
-            at_once=int(c.workers or 1), local=c.scheduler is None)
+        data_mb = splits_mb(splits) if c.memory_limit_mb == "auto" else 0.0  # what each evaluation's worker holds
+        memory_limit = resolve_memory_limit(c.memory_limit_mb, data_mb, at_once=int(c.workers or 1),
+                                            local=c.scheduler is None)
         evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed,
                               memory_limit_mb=memory_limit, threads=threads,
                               pipelines_dir=None if pipelines is None else pipelines.folder,

@@ -41,7 +41,7 @@ from optdiv.evaluation.faults import FaultInjectingEvaluator
 from optdiv.evaluation.fitting import MAX_ERROR_CHARS, error_text, fit_predict, n_folds
 from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.interface import EvaluatorInterface, WorkerRecipe
-from optdiv.evaluation.memory import can_watch_memory, frames_mb, resolve_memory_limit
+from optdiv.evaluation.memory import can_watch_memory, resolve_memory_limit, splits_mb
 from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
 from optdiv.evaluation.pipelines import pipeline_path, splits_digest
 from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, shutdown
@@ -113,8 +113,7 @@ class Evaluator(EvaluatorInterface):
         self.time_limit = float(time_limit)
         self.seed = int(seed)
         self.memory_limit_mb = resolve_memory_limit(  # "auto": by the data this evaluator's worker holds
-            memory_limit_mb, 0.0 if memory_limit_mb != "auto" else frames_mb(
-                splits.X_train, splits.X_val, splits.X_test, splits.y_train, splits.y_val, splits.y_test))
+            memory_limit_mb, splits_mb(splits) if memory_limit_mb == "auto" else 0.0)
         self.in_process = in_process
         self.start_method = start_method
         self.threads = threads  # the evaluation's threads: its models' and its OpenMP/BLAS caps; None: library defaults

@@ -165,3 +165,8 @@ def frames_mb(*frames) -> float:
         else:
             total += float(getattr(frame, "nbytes", 0))
     return total / (1024 * 1024)
+
+
+def splits_mb(splits) -> float:
+    """The memory of every part of a split (what an evaluation worker receives) in MB."""
+    return frames_mb(splits.X_train, splits.X_val, splits.X_test, splits.y_train, splits.y_val, splits.y_test)
