@@ -36,16 +36,22 @@ def _megabytes(maxrss: int) -> float:
 _LARGEST_WORKER = [0.0]
 
 
-def own_peak_mb() -> Optional[float]:
-    """This process's own peak resident set in MB (``VmHWM``), None where the OS does not say."""
+def _status_mb(process: str, field: str) -> Optional[float]:
+    """A kB field of Linux's ``/proc/PROCESS/status`` (``VmHWM``, ``VmRSS``) in MB, None where there is none."""
     try:
-        with open("/proc/self/status") as fh:
+        with open(f"/proc/{process}/status") as fh:
             for line in fh:
-                if line.startswith("VmHWM:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
         pass
     return None
+
+
+def own_peak_mb() -> Optional[float]:
+    """This process's own peak resident set in MB (``VmHWM``), None where the OS does not say."""
+    peak = _status_mb("self", "VmHWM")
+    return None if peak is None else round(peak, 1)
 
 
 def note_worker_peak(megabytes) -> None:
@@ -80,21 +86,10 @@ def _children(pid: int) -> list:
     return out
 
 
-def _own_resident_mb(pid: int) -> Optional[float]:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        pass
-    return None
-
-
 def resident_mb(pid: int) -> Optional[float]:
     """The resident set of process ``pid`` and its descendants in MB (a model's own worker processes count); None
     where the OS does not say (no ``/proc`` and no psutil) or the process is gone."""
-    own = _own_resident_mb(pid)
+    own = _status_mb(str(pid), "VmRSS")
     if own is not None:
         total, seen, todo = own, {pid}, _children(pid)
         while todo:
@@ -102,7 +97,7 @@ def resident_mb(pid: int) -> Optional[float]:
             if child in seen:
                 continue
             seen.add(child)
-            total += _own_resident_mb(child) or 0.0
+            total += _status_mb(str(child), "VmRSS") or 0.0
             todo.extend(_children(child))
         return total
     try:
