@@ -46,6 +46,10 @@ from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, alg
 from optdiv.evaluation.pipelines import pipeline_path, splits_digest
 from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, shutdown
 
+#: Share of an evaluation's time limit its forest or booster may grow in before it keeps the rounds it has
+#: (optdiv.evaluation.anytime); the rest is for predicting the validation and test rows and sending them back.
+GROWTH_SHARE = 0.7
+
 
 class Evaluator(EvaluatorInterface):
     """Evaluate configurations on fixed splits, each fit in a worker process under ``time_limit`` seconds.
@@ -225,7 +229,7 @@ class Evaluator(EvaluatorInterface):
             self._task_counter += 1
             try:
                 worker.busy = True
-                worker.conn.send((self._task_counter, dict(config), self._save_to(index)))
+                worker.conn.send((self._task_counter, dict(config), self._save_to(index), None))
             except Exception as exc:
                 self.close()
                 return "could not send the configuration to the worker: " + error_text(exc)
@@ -308,7 +312,8 @@ class Evaluator(EvaluatorInterface):
         sent = time.perf_counter()
         try:
             worker.busy = True
-            worker.conn.send((task_id, config, self._save_to(index)))
+            limit = self.time_limit if cut is None else min(self.time_limit, cut - time.perf_counter())
+            worker.conn.send((task_id, config, self._save_to(index), GROWTH_SHARE * max(limit, 0.0)))
         except Exception as exc:  # unpicklable config, or a worker that just died
             self.close()
             return self._failed(config, index, "failed", "could not send the configuration to the worker: "

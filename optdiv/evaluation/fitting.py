@@ -14,6 +14,8 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 
+from optdiv.evaluation.anytime import fit_within
+
 #: Characters of traceback kept in :attr:`Observation.error`.
 MAX_ERROR_CHARS = 3000
 
@@ -135,7 +137,7 @@ def n_folds(splits) -> int:
 
 def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict,
                  on_fold: Optional[Callable[[int, np.ndarray], None]] = None,
-                 save_to: Optional[str] = None) -> dict:
+                 save_to: Optional[str] = None, fit_seconds: Optional[float] = None) -> dict:
     """Build, fit and predict one configuration; returns a plain dict (never raises Exception).
 
     Only the validation prediction is timed for ``predict_seconds`` (what a latency constraint bounds), so
@@ -143,9 +145,11 @@ def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, c
     (cross-validation mode) go to :func:`_fit_predict_folds`, which calls ``on_fold`` after each fold.
     ``save_to``: where to save the fitted pipeline of a successful fit (after ``seconds`` is taken, so saving
     does not change ``fit_seconds``); under cross-validation the fold pipelines, as one :class:`FoldBag`.
+    ``fit_seconds``: the time a fit (each fold's, under cross-validation) may grow in; a forest or booster still
+    growing then keeps the rounds it has (:mod:`optdiv.evaluation.anytime`, recorded in the measures).
     """
     if getattr(splits, "folds", None) is not None:
-        return _fit_predict_folds(build, splits, task, n_classes, seed, config, on_fold, save_to)
+        return _fit_predict_folds(build, splits, task, n_classes, seed, config, on_fold, save_to, fit_seconds)
     start = time.perf_counter()
     measures: Dict[str, float] = {}
     try:
@@ -155,7 +159,7 @@ def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, c
         model = pipe.steps[-1][1]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence and similar chatter of candidate models
-            pipe.fit(splits.X_train, splits.y_train)
+            measures.update(fit_within(pipe, final_estimator(model), splits.X_train, splits.y_train, fit_seconds))
             preds = []
             for part, X in (("val", splits.X_val), ("test", splits.X_test)):
                 if X is None:
@@ -217,7 +221,7 @@ class FoldBag:
 
 def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict,
                        on_fold: Optional[Callable[[int, np.ndarray], None]] = None,
-                       save_to: Optional[str] = None) -> dict:
+                       save_to: Optional[str] = None, fit_seconds: Optional[float] = None) -> dict:
     """k-fold :func:`fit_predict`: one pipeline per fold, fitted on the rows outside it; never raises Exception.
 
     The validation prediction is out-of-fold (each row predicted by the one pipeline that did not see it);
@@ -249,7 +253,11 @@ def _fit_predict_folds(build, splits, task: str, n_classes: Optional[int], seed:
                 X_fit = X.iloc[np.flatnonzero(~inside)]
                 pipe = build_pipeline(build, config, X_fit, seed, task)
                 model = pipe.steps[-1][1]
-                pipe.fit(X_fit, y[~inside])
+                cut = fit_within(pipe, final_estimator(model), X_fit, y[~inside], fit_seconds)
+                if cut:  # the fewest rounds any fold kept
+                    measures["rounds_configured"] = cut["rounds_configured"]
+                    measures["rounds_fitted"] = min(cut["rounds_fitted"],
+                                                    measures.get("rounds_fitted", cut["rounds_fitted"]))
                 if save_to is not None:
                     fitted.append(pipe)
                 began = time.perf_counter()

@@ -210,7 +210,7 @@ def members_to_refit(result: SearchResult, rows_ratio: float, left: Optional[flo
     chosen, spent = set(), 0.0
     for position in positions:
         i = result.member_indices[position]
-        cost = 0.0 if i in free else safety * rows_ratio * result.history[i].fit_seconds
+        cost = 0.0 if i in free else safety * rows_ratio * result.history[i].refit_seconds
         if spent + cost <= left:
             chosen.add(position)
             spent += cost

@@ -150,11 +150,21 @@ def grower(config, seed):
     return Grower(config.get("mb", 2000), config.get("hold", 5.0))
 
 
+def long_boost(config, seed):
+    """AdaBoost of far more rounds of stumps than any test's time limit allows (never a perfect round)."""
+    from sklearn.ensemble import AdaBoostClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    return AdaBoostClassifier(DecisionTreeClassifier(max_depth=1), n_estimators=config.get("rounds", 1_000_000),
+                              learning_rate=0.01, random_state=seed)
+
+
 def by_name(config, seed):
     """Dispatch on config["algorithm"], so one worker can serve every kind of model."""
     return {
         "logreg": logreg, "majority": majority, "refusing": refusing, "sleeper": sleeper, "nan": nan_proba,
         "exit": exiter, "raise": raiser, "hog": hog, "grower": grower, "ridge": ridge, "svc": svc, "slow_on_large": slow_on_large,
+        "long_boost": long_boost,
     }[config["algorithm"]](config, seed)
 
 
