@@ -20,7 +20,7 @@ import numpy as np
 
 #: Share of the configured rounds fitted in the first stage: large enough that its time predicts the rest,
 #: small enough to leave room for the rest.
-FIRST_STAGE = 1 / 8
+FIRST_STAGE = 1 / 32
 
 #: Share of the predicted time left that a next stage may plan to use (a round's time varies).
 STAGE_MARGIN = 0.85
@@ -115,6 +115,7 @@ def _fit_in_stages(pipe, model, X, y, seconds: float, parameter: str, fitted_rou
     warm = model.get_params()["warm_start"]
     rounds = max(1, int(math.ceil(total * FIRST_STAGE)))
     numpy_state, python_state = np.random.get_state(), random.getstate()
+    first = None  # seconds of the first stage: more than any later stage's fixed cost (e.g. binning the rows)
     try:
         model.set_params(warm_start=True)
         while True:
@@ -126,9 +127,11 @@ def _fit_in_stages(pipe, model, X, y, seconds: float, parameter: str, fitted_rou
             if rounds >= total or done < rounds:  # all rounds fitted, or the model's early stopping ended it
                 return {}
             elapsed = time.perf_counter() - began
-            per_round = elapsed / rounds  # the transformers' fit included: an over-estimate
-            more = int((seconds - elapsed) * STAGE_MARGIN / per_round) if per_round > 0 else total
-            if more < 1:
+            first = elapsed if first is None else first
+            per_round = elapsed / rounds  # the transformers' and each stage's fixed cost included: an over-estimate
+            room = (seconds - elapsed) * STAGE_MARGIN
+            more = int(room / per_round) if per_round > 0 else total
+            if more < 1 or room < first:
                 return {"rounds_fitted": float(done), "rounds_configured": float(total)}
             rounds = min(total, rounds + more)
     finally:
