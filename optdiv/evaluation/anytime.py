@@ -65,6 +65,24 @@ def can_grow(model) -> bool:
     return _growth(model) is not None or _is_adaboost(model)
 
 
+def kept_rounds(measures: Dict[str, float]) -> Optional[int]:
+    """The rounds an evaluation kept when its fit was cut (its measures say), else None."""
+    done, configured = measures.get("rounds_fitted"), measures.get("rounds_configured")
+    return int(done) if done and configured and configured > done else None
+
+
+def set_rounds(model, rounds: Optional[int]) -> None:
+    """Give ``model`` the ``rounds`` an evaluation of its configuration kept, so a refit on more rows is the model
+    that was scored (not one of every configured round); None, or a model without rounds: unchanged."""
+    if rounds is None:
+        return
+    growth = _growth(model)
+    if growth is not None:
+        model.set_params(**{growth[0]: int(rounds)})
+    elif _is_adaboost(model):
+        model.set_params(n_estimators=int(rounds))
+
+
 def fit_within(pipe, model, X, y, seconds: Optional[float]) -> Dict[str, float]:
     """Fit ``pipe`` (whose final estimator is ``model``) on ``X, y`` in about ``seconds``.
 

@@ -211,16 +211,18 @@ class Evaluator(EvaluatorInterface):
             return self._failed(config, index, "failed", "evaluator error: " + error_text(exc),
                                 time.perf_counter() - started)
 
-    def fit_and_save(self, config: dict, index: int, time_limit: Optional[float] = None) -> Optional[str]:
+    def fit_and_save(self, config: dict, index: int, time_limit: Optional[float] = None,
+                     rounds: Optional[int] = None) -> Optional[str]:
         """Fit ``config`` on the training rows and save the pipeline where :meth:`saved_path` says, in the worker
         and stopped after ``time_limit`` seconds (worker start-up included): a final model's refit, which has no
-        rows to be scored on. None when it was saved, else what went wrong."""
+        rows to be scored on; ``rounds``: those its evaluation kept (optdiv.evaluation.anytime). None when it was
+        saved, else what went wrong."""
         if self.saved_path(index) is None:
             return "no folder to save the fitted pipeline in (pipelines_dir)"
         cut = time.perf_counter() + (self.time_limit if time_limit is None else max(float(time_limit), 0.0))
         if self.in_process:
             result = fit_predict(self.build, self.splits, self.task, self.n_classes, self.seed, dict(config),
-                                 save_to=self._save_to(index))
+                                 save_to=self._save_to(index), rounds=rounds)
         else:
             problem = self._ensure_worker(cut - time.perf_counter())
             if problem is not None:
@@ -229,7 +231,7 @@ class Evaluator(EvaluatorInterface):
             self._task_counter += 1
             try:
                 worker.busy = True
-                worker.conn.send((self._task_counter, dict(config), self._save_to(index), None))
+                worker.conn.send((self._task_counter, dict(config), self._save_to(index), None, rounds))
             except Exception as exc:
                 self.close()
                 return "could not send the configuration to the worker: " + error_text(exc)
@@ -313,7 +315,7 @@ class Evaluator(EvaluatorInterface):
         try:
             worker.busy = True
             limit = self.time_limit if cut is None else min(self.time_limit, cut - time.perf_counter())
-            worker.conn.send((task_id, config, self._save_to(index), GROWTH_SHARE * max(limit, 0.0)))
+            worker.conn.send((task_id, config, self._save_to(index), GROWTH_SHARE * max(limit, 0.0), None))
         except Exception as exc:  # unpicklable config, or a worker that just died
             self.close()
             return self._failed(config, index, "failed", "could not send the configuration to the worker: "

@@ -14,7 +14,7 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 
-from optdiv.evaluation.anytime import fit_within
+from optdiv.evaluation.anytime import fit_within, set_rounds
 
 #: Characters of traceback kept in :attr:`Observation.error`.
 MAX_ERROR_CHARS = 3000
@@ -137,7 +137,8 @@ def n_folds(splits) -> int:
 
 def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict,
                  on_fold: Optional[Callable[[int, np.ndarray], None]] = None,
-                 save_to: Optional[str] = None, fit_seconds: Optional[float] = None) -> dict:
+                 save_to: Optional[str] = None, fit_seconds: Optional[float] = None,
+                 rounds: Optional[int] = None) -> dict:
     """Build, fit and predict one configuration; returns a plain dict (never raises Exception).
 
     Only the validation prediction is timed for ``predict_seconds`` (what a latency constraint bounds), so
@@ -146,7 +147,8 @@ def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, c
     ``save_to``: where to save the fitted pipeline of a successful fit (after ``seconds`` is taken, so saving
     does not change ``fit_seconds``); under cross-validation the fold pipelines, as one :class:`FoldBag`.
     ``fit_seconds``: the time a fit (each fold's, under cross-validation) may grow in; a forest or booster still
-    growing then keeps the rounds it has (:mod:`optdiv.evaluation.anytime`, recorded in the measures).
+    growing then keeps the rounds it has (:mod:`optdiv.evaluation.anytime`, recorded in the measures). ``rounds``:
+    the rounds an earlier evaluation of ``config`` kept (a final member's refit), fitted instead of the configured.
     """
     if getattr(splits, "folds", None) is not None:
         return _fit_predict_folds(build, splits, task, n_classes, seed, config, on_fold, save_to, fit_seconds)
@@ -157,6 +159,7 @@ def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, c
         random.seed(seed)
         pipe = build_pipeline(build, config, splits.X_train, seed, task)
         model = pipe.steps[-1][1]
+        set_rounds(final_estimator(model), rounds)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence and similar chatter of candidate models
             measures.update(fit_within(pipe, final_estimator(model), splits.X_train, splits.y_train, fit_seconds))

@@ -76,15 +76,6 @@ class Observation:
     def ok(self) -> bool:
         return self.status == "ok"
 
-    @property
-    def refit_seconds(self) -> float:
-        """What fitting this configuration again on the same rows takes: ``fit_seconds``, scaled up to every
-        configured round when the evaluation kept only a part of them (optdiv.evaluation.anytime)."""
-        done, configured = self.measures.get("rounds_fitted"), self.measures.get("rounds_configured")
-        if done and configured and configured > done:
-            return self.fit_seconds * configured / done
-        return self.fit_seconds
-
 
 def algorithm_of(config: Dict[str, Any]) -> str:
     """The algorithm named by a configuration: its ``algorithm`` entry, else an auto-sklearn style

@@ -96,13 +96,13 @@ def _worker_main(conn) -> None:
                 return
             if msg is None:
                 return
-            task_id, config, save_to, fit_seconds = msg
+            task_id, config, save_to, fit_seconds, rounds = msg
 
             def report_fold(fold: int, part: np.ndarray, task_id=task_id) -> None:
                 conn.send((task_id, {"progress": True, "fold": fold, "val_part": part}))
 
             result = fit_predict(build, splits, task, n_classes, seed, config, on_fold=report_fold,
-                                  save_to=save_to, fit_seconds=fit_seconds)
+                                  save_to=save_to, fit_seconds=fit_seconds, rounds=rounds)
             result["peak_mb"] = own_peak_mb()  # the driver keeps the largest (optdiv.evaluation.memory)
             try:
                 conn.send((task_id, result))

@@ -17,7 +17,8 @@ import numpy as np
 from optdiv.budget import FINISH_SECONDS, Deadline
 from optdiv.data import Splits
 from optdiv.evaluation.evaluator import Evaluator
-from optdiv.evaluation.fitting import build_pipeline
+from optdiv.evaluation.anytime import kept_rounds, set_rounds
+from optdiv.evaluation.fitting import build_pipeline, final_estimator
 from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.pipelines import SavedPipelines, splits_digest
 from optdiv.final.model import EnsembleModel
@@ -97,8 +98,9 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         # light one
         for position in sorted(on_all, key=lambda p: (-float(result.weights[p]), p)):
             obs = result.history[result.member_indices[position]]
+            rounds = kept_rounds(obs.measures)  # a member whose evaluation was cut is refitted as it was scored
             refits[position] = (refitter.fit(obs) if refitter is not None
-                                else _fitted(space, obs.config, X_all, y_all, seed, task, threads))
+                                else _fitted(space, obs.config, X_all, y_all, seed, task, threads, rounds))
         for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
             obs = result.history[i]
             pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)
@@ -113,7 +115,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                 else:
                     source = "refitted"
             if pipe is None:  # not saved (cross-validation, an older run), or its refit on all rows failed
-                pipe, error = _fitted(space, obs.config, X, y, seed, task, threads)
+                pipe, error = _fitted(space, obs.config, X, y, seed, task, threads, kept_rounds(obs.measures))
                 source = "refitted"
                 if pipe is None:
                     failed.append((position, i, error))
@@ -156,7 +158,7 @@ class Refitter:
         left = self.deadline.left() - FINISH_SECONDS
         if left <= 0:
             return None, "no time left for the refit"
-        error = self.evaluator.fit_and_save(obs.config, obs.index, left)
+        error = self.evaluator.fit_and_save(obs.config, obs.index, left, kept_rounds(obs.measures))
         if error is not None:
             return None, error
         pipe = self.saved.load(self.digest, obs.index)
@@ -166,9 +168,11 @@ class Refitter:
         self.evaluator.close()
 
 
-def _fitted(space, config, X, y, seed, task, threads: int = 1):
-    """(the pipeline of ``config`` fitted on X, y, None) or (None, the error) when the fit raises."""
+def _fitted(space, config, X, y, seed, task, threads: int = 1, rounds: Optional[int] = None):
+    """(the pipeline of ``config`` fitted on X, y, None) or (None, the error) when the fit raises; ``rounds``: those
+    its evaluation kept (optdiv.evaluation.anytime)."""
     pipe = build_pipeline(with_threads(space.build, threads), config, X, seed, task)
+    set_rounds(final_estimator(pipe.steps[-1][1]), rounds)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the same chatter the evaluator already silenced for this model
@@ -210,7 +214,7 @@ def members_to_refit(result: SearchResult, rows_ratio: float, left: Optional[flo
     chosen, spent = set(), 0.0
     for position in positions:
         i = result.member_indices[position]
-        cost = 0.0 if i in free else safety * rows_ratio * result.history[i].refit_seconds
+        cost = 0.0 if i in free else safety * rows_ratio * result.history[i].fit_seconds
         if spent + cost <= left:
             chosen.add(position)
             spent += cost

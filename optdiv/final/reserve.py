@@ -67,14 +67,14 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:
         reserve += 2 * pipelines.bytes_of(digest, [obs.index for obs in members]) / LOAD_BYTES_PER_SECOND
-    seconds = sum(obs.refit_seconds for obs in members)
+    seconds = sum(obs.fit_seconds for obs in members)
     if n_folds is not None:
         if digest is None:
             reserve += REFIT_SAFETY * seconds / max(n_folds - 1, 1)
     elif refit:
         refits = WORKER_REFIT_SAFETY * seconds * refit_ratio
         if refits_cap is not None:  # a member whose own refit is over the cap is never refitted: nothing kept for it
-            each = [WORKER_REFIT_SAFETY * obs.refit_seconds * refit_ratio for obs in members]
+            each = [WORKER_REFIT_SAFETY * obs.fit_seconds * refit_ratio for obs in members]
             refits = min(sum(t for t in each if t <= refits_cap), refits_cap)
         reserve += (0.0 if started else REFIT_WORKER_START) + refits_share * refits
     elif digest is None:

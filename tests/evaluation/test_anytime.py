@@ -114,13 +114,16 @@ def test_an_evaluation_that_would_time_out_returns_the_rounds_it_fitted():
     assert 0 < GROWTH_SHARE < 1
 
 
-def test_the_final_model_plans_a_cut_members_refit_for_all_its_rounds():
-    from optdiv.evaluation.observation import Observation
-    from optdiv.final.reserve import finish_reserve
+def test_a_refit_keeps_the_rounds_its_evaluation_kept(tmp_path):
+    from optdiv.evaluation.anytime import kept_rounds
+    from optdiv.evaluation.pipelines import SavedPipelines
 
-    whole = Observation({}, "ok", 0.1, fit_seconds=4.0)
-    cut = Observation({}, "ok", 0.1, fit_seconds=4.0, measures={"rounds_fitted": 25.0, "rounds_configured": 100.0})
-    assert whole.refit_seconds == 4.0 and cut.refit_seconds == 16.0
-    base = finish_reserve([whole], None, None, refit=True, n_folds=None, started=True)
-    assert finish_reserve([cut], None, None, refit=True, n_folds=None, started=True) - base == pytest.approx(
-        3 * (base - finish_reserve([], None, None, refit=True, n_folds=None, started=True)))
+    s = split(load_dataset("sklearn:breast_cancer"), seed=0)
+    measures = {"rounds_fitted": 12.0, "rounds_configured": 1_000_000.0}
+    assert kept_rounds(measures) == 12 and kept_rounds({"rounds_fitted": 5.0, "rounds_configured": 5.0}) is None
+    assert kept_rounds({}) is None
+    with Evaluator(builders.by_name, s, "classification", "error", time_limit=60.0, pipelines_dir=str(tmp_path)) as ev:
+        assert ev.fit_and_save({"algorithm": "long_boost"}, 0, 60.0, rounds=kept_rounds(measures)) is None
+        digest = ev.rows_digest
+    pipe = SavedPipelines(str(tmp_path)).load(digest, 0)
+    assert len(pipe.steps[-1][1].estimators_) == 12
