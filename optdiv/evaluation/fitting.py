@@ -21,10 +21,17 @@ MAX_ERROR_CHARS = 3000
 
 
 def final_estimator(model):
+    """The model at the end of a pipeline: through nested pipelines, the regression range clip and a row cap."""
     from optdiv.evaluation.target_range import RangeClippedRegressor
+    from optdiv.spaces.sklearn_models import RowCapped
 
-    while hasattr(model, "steps") or isinstance(model, RangeClippedRegressor):
-        model = model.regressor if isinstance(model, RangeClippedRegressor) else model.steps[-1][1]
+    while hasattr(model, "steps") or isinstance(model, (RangeClippedRegressor, RowCapped)):
+        if isinstance(model, RangeClippedRegressor):
+            model = model.regressor
+        elif isinstance(model, RowCapped):
+            model = model.estimator
+        else:
+            model = model.steps[-1][1]
     return model
 
 

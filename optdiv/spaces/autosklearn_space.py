@@ -36,7 +36,8 @@ Ranges come from auto-sklearn 0.15 / VolcanoML (mindware) components; choices ma
 
 Bounds that keep one fit on 10k rows near or under the engine's 120 s limit (single thread):
 forests 100 trees; AdaBoost 200 rounds of depth <= 8; HistGradientBoosting 200 iterations of at
-most 511 leaves; kernel SVC/SVR ``max_iter=50000``; kernel PCA at most 500 components (randomized
+most 511 leaves; kernel SVC/SVR ``max_iter=50000`` and fitted on at most 10,000 training rows
+(``sklearn_models.RowCapped``: a class-stratified sample above that); kernel PCA at most 500 components (randomized
 eigensolver on scikit-learn >= 1.0); Nystroem / random kitchen sinks at most 500 components; random
 trees embedding depth <= 6; polynomial terms of at most 25 features; ``n_jobs=1`` everywhere so
 parallel evaluations do not oversubscribe the CPUs. A forest with ``max_features`` near 1 behind a
@@ -395,10 +396,10 @@ def _build_model(task, kind, p, class_weight, seed):
     if kind == "libsvm_svc":
         from sklearn.svm import SVC
 
-        return SVC(C=float(p["C"]), kernel=p["kernel"], degree=int(p.get("degree", 3)),
-                   gamma=float(p["gamma"]), coef0=float(p.get("coef0", 0.0)),
-                   shrinking=sk.bool_of(p["shrinking"]), tol=float(p["tol"]), max_iter=_SVM_MAX_ITER,
-                   class_weight=class_weight, random_state=seed)
+        return sk.RowCapped(SVC(C=float(p["C"]), kernel=p["kernel"], degree=int(p.get("degree", 3)),
+                                gamma=float(p["gamma"]), coef0=float(p.get("coef0", 0.0)),
+                                shrinking=sk.bool_of(p["shrinking"]), tol=float(p["tol"]), max_iter=_SVM_MAX_ITER,
+                                class_weight=class_weight, random_state=seed), random_state=seed)
     if kind == "liblinear_svr":
         from sklearn.compose import TransformedTargetRegressor
         from sklearn.svm import LinearSVR
@@ -414,7 +415,7 @@ def _build_model(task, kind, p, class_weight, seed):
         svr = SVR(kernel=p["kernel"], C=float(p["C"]), epsilon=float(p["epsilon"]), degree=int(p.get("degree", 3)),
                   gamma=gamma, coef0=float(p.get("coef0", 0.0)), shrinking=sk.bool_of(p["shrinking"]),
                   tol=float(p["tol"]), max_iter=_SVM_MAX_ITER)
-        return TransformedTargetRegressor(regressor=svr, transformer=StandardScaler())
+        return sk.RowCapped(TransformedTargetRegressor(regressor=svr, transformer=StandardScaler()), random_state=seed)
     if kind == "ridge":
         from sklearn.linear_model import Ridge
 
