@@ -112,7 +112,10 @@ def fit(job: dict) -> dict:
                failures=sorted({(obs.error or obs.status).splitlines()[-1][:120] for obs in history
                                 if obs.status not in ("ok", "infeasible")})[:5],
                failed_algorithms=[obs.algorithm for obs in history if obs.status not in ("ok", "infeasible")],
-               algorithms=[obs.algorithm for obs in history])
+               algorithms=[obs.algorithm for obs in history],
+               search_seconds=model.result_.info.get("search_seconds"), stopped=model.result_.info.get("stopped"),
+               final_model=model.result_.info.get("final_model"),
+               cut=sum("rounds_fitted" in obs.measures for obs in history))
     return out
 
 

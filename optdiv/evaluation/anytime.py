@@ -4,9 +4,10 @@ the rounds it has fitted instead of being ended with nothing.
 A time-out costs the search the whole limit and teaches it only that the configuration was slow. A forest or a
 booster is useful after a part of its rounds, so under a budget it is grown in stages: scikit-learn's forests,
 gradient boosting and histogram gradient boosting continue a fit exactly through ``warm_start`` (the same trees
-as one fit of the same size), and AdaBoost stops boosting at the deadline (its fit ends cleanly when a boosting
-step returns no sample weights). A fit that finishes in time is the configured model; one that is cut records
-how many rounds it holds. Other models fit as before: they have no rounds to keep.
+as one fit of the same size), and AdaBoost and LightGBM stop boosting at the deadline (AdaBoost's fit ends cleanly
+when a boosting step returns no sample weights; LightGBM's through a callback, as its own early stopping does).
+A fit that finishes in time is the configured model; one that is cut records how many rounds it holds. Other
+models fit as before: they have no rounds to keep.
 """
 
 from __future__ import annotations
@@ -54,6 +55,14 @@ def _growth(model) -> Optional[Tuple[str, Callable[[object], int]]]:
     return None
 
 
+def _is_lightgbm(model) -> bool:
+    try:
+        import lightgbm
+    except ImportError:  # pragma: no cover - lightgbm is a dependency
+        return False
+    return isinstance(model, lightgbm.LGBMModel)
+
+
 def _is_adaboost(model) -> bool:
     from sklearn.ensemble import AdaBoostClassifier, AdaBoostRegressor
 
@@ -62,7 +71,7 @@ def _is_adaboost(model) -> bool:
 
 def can_grow(model) -> bool:
     """Whether :func:`fit_within` can keep a part of ``model``'s rounds when its budget runs out."""
-    return _growth(model) is not None or _is_adaboost(model)
+    return _growth(model) is not None or _is_adaboost(model) or _is_lightgbm(model)
 
 
 def kept_rounds(measures: Dict[str, float]) -> Optional[int]:
@@ -79,7 +88,7 @@ def set_rounds(model, rounds: Optional[int]) -> None:
     growth = _growth(model)
     if growth is not None:
         model.set_params(**{growth[0]: int(rounds)})
-    elif _is_adaboost(model):
+    elif _is_adaboost(model) or _is_lightgbm(model):
         model.set_params(n_estimators=int(rounds))
 
 
@@ -97,6 +106,8 @@ def fit_within(pipe, model, X, y, seconds: Optional[float]) -> Dict[str, float]:
         return _fit_in_stages(pipe, model, X, y, float(seconds), *growth)
     if _is_adaboost(model):
         return _boost_until(pipe, model, X, y, float(seconds))
+    if _is_lightgbm(model):
+        return _lightgbm_until(pipe, model, X, y, float(seconds))
     pipe.fit(X, y)
     return {}
 
@@ -188,3 +199,26 @@ def _boost_until(pipe, model, X, y, seconds: float) -> Dict[str, float]:
     if not cut:  # complete, or ended by its own early termination (a perfect or a useless round)
         return {}
     return {"rounds_fitted": float(len(model.estimators_)), "rounds_configured": float(model.n_estimators)}
+
+
+def _lightgbm_until(pipe, model, X, y, seconds: float) -> Dict[str, float]:
+    """Fit a LightGBM model whose boosting stops at the deadline once it holds one round: a callback ends
+    training the way LightGBM's own early stopping does, and the model predicts with the rounds it has."""
+    from lightgbm.callback import EarlyStopException
+
+    deadline = time.perf_counter() + seconds
+    Xt = _fit_above(pipe, X, y)
+    if _final(pipe) is not model:  # not the model the caller named: fit what the pipeline ends in, once
+        _final(pipe).fit(Xt, y)
+        return {}
+    cut = []
+
+    def stop_at_deadline(env) -> None:
+        if time.perf_counter() > deadline and env.iteration + 1 < env.end_iteration:
+            cut.append(env.iteration + 1)
+            raise EarlyStopException(env.iteration, env.evaluation_result_list or [])
+
+    model.fit(Xt, y, callbacks=[stop_at_deadline])
+    if not cut:
+        return {}
+    return {"rounds_fitted": float(cut[0]), "rounds_configured": float(model.n_estimators)}

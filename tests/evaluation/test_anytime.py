@@ -87,6 +87,27 @@ def test_adaboost_stops_boosting_at_the_deadline_and_still_pickles():
     assert len(small.estimators_) == 5
 
 
+def test_lightgbm_stops_boosting_at_the_deadline_and_its_refit_with_those_rounds_is_the_same_model():
+    import lightgbm
+
+    def make(rounds=200_000):
+        return lightgbm.LGBMClassifier(n_estimators=rounds, learning_rate=0.001, num_leaves=63, min_child_samples=2,
+                                       subsample=0.8, subsample_freq=1, random_state=0, n_jobs=1, verbose=-1)
+
+    model = make()
+    pipe = make_pipeline(StandardScaler(), model)
+    cut = fit_within(pipe, model, X, y, seconds=0.5)
+    assert cut["rounds_configured"] == 200_000 and 1 <= cut["rounds_fitted"] < 200_000
+    assert model.booster_.current_iteration() == cut["rounds_fitted"]
+    again = pickle.loads(pickle.dumps(pipe))
+    refit = make(int(cut["rounds_fitted"]))
+    make_pipeline(StandardScaler(), refit).fit(X, y)
+    np.testing.assert_allclose(again.predict_proba(X), refit.predict_proba(StandardScaler().fit(X).transform(X)))
+    quick = make(20)
+    assert fit_within(make_pipeline(quick), quick, X, y, seconds=60.0) == {}
+    assert quick.booster_.current_iteration() == 20
+
+
 def test_models_without_rounds_fit_once_and_no_budget_means_one_plain_fit():
     model = LogisticRegression(max_iter=500)
     assert not can_grow(model)
