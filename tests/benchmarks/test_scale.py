@@ -47,6 +47,8 @@ def _fit_each_system(scale):
     assert mine["status"] == "ok" and 0 <= mine["test_error"] < 30 and mine["evaluations"] >= 1
     assert mine["threads"] == 1 and mine["wall_seconds"] < 25 + 15
     assert mine["driver_mb"] > 50 and mine["worker_mb"] > 10
+    assert 0 < mine["search_seconds"] <= mine["wall_seconds"] and mine["final_model"]["refitted"] >= 0
+    assert 0 <= mine["cut"] <= mine["evaluations"] and len(mine["algorithms"]) == mine["evaluations"]
 
 
 def test_the_report_pairs_the_most_cores_with_one(script, tmp_path, capsys):
