@@ -18,7 +18,7 @@ from optdiv.data import load_dataset, split
 from optdiv.evaluation.anytime import FIRST_STAGE, can_grow, fit_within
 from optdiv.evaluation.evaluator import GROWTH_SHARE, Evaluator
 from optdiv.evaluation.fitting import fit_predict
-from tests.support import builders
+import builders
 
 try:
     from sklearn.ensemble import HistGradientBoostingClassifier
