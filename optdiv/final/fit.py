@@ -78,8 +78,8 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         refitter = result.refitter if in_worker else None  # started by the search, so no start-up to wait for
         start = REFIT_WORKER_START if in_worker and refitter is None else 0.0
         left = None if deadline is None else deadline.left() - FINISH_SECONDS - start
-        on_all = members_to_refit(result, len(X_all) / max(len(X), 1), left,
-                                   WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY)
+        rows_ratio, safety = len(X_all) / max(len(X), 1), WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY
+        on_all = members_to_refit(result, rows_ratio, left, safety)
         if in_worker and on_all and refitter is None:
             refitter = Refitter(space, X_all, y_all, task, None if classes is None else len(classes), seed, saved,
                                 deadline, threads=threads)
@@ -99,8 +99,13 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         for position in sorted(on_all, key=lambda p: (-float(result.weights[p]), p)):
             obs = result.history[result.member_indices[position]]
             rounds = kept_rounds(obs.measures)  # a member whose evaluation was cut is refitted as it was scored
+            refit_began = time.perf_counter()
             refits[position] = (refitter.fit(obs) if refitter is not None
                                 else _fitted(space, obs.config, X_all, y_all, seed, task, threads, rounds))
+            # predicted against taken, per refit: what the search's reserve for the refits can be checked on
+            report.setdefault("refit_times", []).append(
+                {"index": obs.index, "predicted": round(safety * rows_ratio * obs.fit_seconds, 2),
+                 "seconds": round(time.perf_counter() - refit_began, 2), "ok": refits[position][0] is not None})
         for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
             obs = result.history[i]
             pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)

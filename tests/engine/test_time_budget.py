@@ -158,6 +158,9 @@ def test_refit_on_train_and_validation_refits_unless_the_deadline_forbids_it(cls
     final = result.info["final_model"]  # under a deadline the refits run in a worker process, stopped at it
     assert final["refitted"] == len(result.member_indices) and final["loaded"] == 0 and "refit_failed" not in final
     assert final["rows"] == "train+validation"
+    times = final["refit_times"]  # each refit's predicted and taken seconds, for checking the reserve
+    assert sorted(t["index"] for t in times) == sorted(result.history[i].index for i in result.member_indices)
+    assert all(t["ok"] and t["seconds"] > 0 and t["predicted"] > 0 for t in times)
     assert [m["rows"] for m in model.info] == ["train+validation"] * len(model.members)
     refitted = model.predict_proba(cls_splits.X_val)
     assert refitted.shape == proba.shape and not np.allclose(refitted, proba)  # other rows, another model
