@@ -113,8 +113,8 @@ def fit_within(pipe, model, X, y, seconds: Optional[float]) -> Dict[str, float]:
 
 
 def _fit_above(estimator, X, y):
-    """Fit every transformer above the final model once, as the pipeline's own fit would; the rows the model
-    sees. Pipelines (nested ones too) and the regression range clip are walked through."""
+    """Fit every transformer above the final model once, as the pipeline's own fit would; (the rows the model
+    sees, the model). Pipelines (nested ones too) and the regression range clip are walked through."""
     from sklearn.pipeline import Pipeline
 
     from optdiv.evaluation.target_range import RangeClippedRegressor, target_bounds
@@ -127,7 +127,17 @@ def _fit_above(estimator, X, y):
         estimator.low_, estimator.high_ = target_bounds(y, estimator.margin)
         estimator.regressor_ = estimator.regressor
         return _fit_above(estimator.regressor, X, y)
-    return X
+    return X, estimator
+
+
+def _rows_for(pipe, model, X, y):
+    """The rows ``model`` sees once the transformers above it are fitted; None when the pipeline ends in another
+    estimator than ``model`` (a wrapper not walked through), which is then fitted once, as a plain fit would."""
+    Xt, final = _fit_above(pipe, X, y)
+    if final is not model:
+        final.fit(Xt, y)
+        return None
+    return Xt
 
 
 def _fit_in_stages(pipe, model, X, y, seconds: float, parameter: str, fitted_rounds) -> Dict[str, float]:
@@ -136,9 +146,8 @@ def _fit_in_stages(pipe, model, X, y, seconds: float, parameter: str, fitted_rou
     early stopping ends the fit, or no round more fits. Each stage starts from the global random state the
     model's one fit would have started from, so a fit in time equals that one fit."""
     began = time.perf_counter()
-    Xt = _fit_above(pipe, X, y)
-    if _final(pipe) is not model:  # not the model the caller named: fit what the pipeline ends in, once
-        _final(pipe).fit(Xt, y)
+    Xt = _rows_for(pipe, model, X, y)
+    if Xt is None:
         return {}
     total = int(getattr(model, parameter))
     warm = model.get_params()["warm_start"]
@@ -165,17 +174,6 @@ def _fit_in_stages(pipe, model, X, y, seconds: float, parameter: str, fitted_rou
             rounds = min(total, rounds + more)
     finally:
         model.set_params(warm_start=warm)
-
-
-def _final(estimator):
-    """The estimator :func:`_fit_above` ends at."""
-    from sklearn.pipeline import Pipeline
-
-    from optdiv.evaluation.target_range import RangeClippedRegressor
-
-    while isinstance(estimator, (Pipeline, RangeClippedRegressor)):
-        estimator = estimator.regressor if isinstance(estimator, RangeClippedRegressor) else estimator.steps[-1][1]
-    return estimator
 
 
 def _boost_until(pipe, model, X, y, seconds: float) -> Dict[str, float]:
@@ -207,9 +205,8 @@ def _lightgbm_until(pipe, model, X, y, seconds: float) -> Dict[str, float]:
     from lightgbm.callback import EarlyStopException
 
     deadline = time.perf_counter() + seconds
-    Xt = _fit_above(pipe, X, y)
-    if _final(pipe) is not model:  # not the model the caller named: fit what the pipeline ends in, once
-        _final(pipe).fit(Xt, y)
+    Xt = _rows_for(pipe, model, X, y)
+    if Xt is None:
         return {}
     cut = []
 
