@@ -23,7 +23,7 @@ import inspect
 
 import numpy as np
 import sklearn
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, TransformerMixin, is_classifier
 from sklearn.feature_selection import (
     GenericUnivariateSelect,
     SelectPercentile,
@@ -352,10 +352,6 @@ class RowCapped(BaseEstimator):
     @property
     def _estimator_type(self):
         return getattr(self.estimator, "_estimator_type", None)
-
-
-def is_classifier(estimator) -> bool:
-    return getattr(estimator, "_estimator_type", None) == "classifier"
 
 
 def _row_sample(y, size: int, random_state, stratify: bool) -> np.ndarray:
