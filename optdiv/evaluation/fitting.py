@@ -47,15 +47,19 @@ def _one_hot_labels(labels, n_rows: int, n_classes: int) -> np.ndarray:
     return out
 
 
-def build_pipeline(build, config: dict, X_train, seed: int, task: str = "classification"):
+def build_pipeline(build, config: dict, X_train, seed: int, task: str = "classification",
+                   rounds: Optional[int] = None):
     """The unfitted pipeline every evaluation (and every refit of an ensemble member) uses; a regression
-    model's predictions are clipped near its training targets' range (optdiv.evaluation.target_range)."""
+    model's predictions are clipped near its training targets' range (optdiv.evaluation.target_range).
+    ``rounds``: those an earlier evaluation of ``config`` kept when its fit was cut (optdiv.evaluation.anytime),
+    given to the model instead of the configured ones."""
     from sklearn.pipeline import Pipeline
 
     from optdiv.data import make_preprocessor
     from optdiv.evaluation.target_range import RangeClippedRegressor
 
     model = build(dict(config), seed)
+    set_rounds(final_estimator(model), rounds)
     if task == "regression":
         model = RangeClippedRegressor(model)
     return Pipeline([("prep", make_preprocessor(X_train)), ("model", model)])
@@ -164,9 +168,8 @@ def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, c
     try:
         np.random.seed(seed % (2**32))
         random.seed(seed)
-        pipe = build_pipeline(build, config, splits.X_train, seed, task)
+        pipe = build_pipeline(build, config, splits.X_train, seed, task, rounds)
         model = pipe.steps[-1][1]
-        set_rounds(final_estimator(model), rounds)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence and similar chatter of candidate models
             measures.update(fit_within(pipe, final_estimator(model), splits.X_train, splits.y_train, fit_seconds))

@@ -17,8 +17,8 @@ import numpy as np
 from optdiv.budget import FINISH_SECONDS, Deadline
 from optdiv.data import Splits
 from optdiv.evaluation.evaluator import Evaluator
-from optdiv.evaluation.anytime import kept_rounds, set_rounds
-from optdiv.evaluation.fitting import build_pipeline, final_estimator
+from optdiv.evaluation.anytime import kept_rounds
+from optdiv.evaluation.fitting import build_pipeline
 from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.pipelines import SavedPipelines, splits_digest
 from optdiv.final.model import EnsembleModel
@@ -176,8 +176,7 @@ class Refitter:
 def _fitted(space, config, X, y, seed, task, threads: int = 1, rounds: Optional[int] = None):
     """(the pipeline of ``config`` fitted on X, y, None) or (None, the error) when the fit raises; ``rounds``: those
     its evaluation kept (optdiv.evaluation.anytime)."""
-    pipe = build_pipeline(with_threads(space.build, threads), config, X, seed, task)
-    set_rounds(final_estimator(pipe.steps[-1][1]), rounds)
+    pipe = build_pipeline(with_threads(space.build, threads), config, X, seed, task, rounds)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the same chatter the evaluator already silenced for this model
