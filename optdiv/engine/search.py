@@ -269,12 +269,12 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
         refitter = Refitter(space, pd.concat([refit_rows.X_train, refit_rows.X_val], axis=0),
                             np.concatenate([refit_rows.y_train, refit_rows.y_val]), task, n_classes, seed, pipelines,
                             deadline, threads=threads)
-    refit_ratio = 4 / 3  # train+validation over train (a replay's splits may hold no rows)
+    refit_from_to = (3, 4)  # rows fitted on, rows refitted on: train, train+validation (a replay may hold none)
     if refit_rows.y_train is not None and refit_rows.y_val is not None and splits.y_train is not None:
-        refit_ratio = (len(refit_rows.y_train) + len(refit_rows.y_val)) / max(len(splits.y_train), 1)
+        refit_from_to = (max(len(splits.y_train), 1), len(refit_rows.y_train) + len(refit_rows.y_val))
     reserve = FinishReserve(deadline, splits.y_val, ensemble_loss or loss, c.ensemble_size, seed, c.refit, n_folds,
                             pipelines, digest, history, started=refitter is not None,
-                            refit_ratio=refit_ratio,
+                            rows=refit_from_to,
                             refits_cap=None if all_rows is None or time_budget is None else SAMPLE_REFITS_SHARE * time_budget)
     try:
         # cost-aware suggestion weighs candidates by the search's time left; ADMM weighs the constraints themselves

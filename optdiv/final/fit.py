@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -22,11 +22,13 @@ from optdiv.evaluation.fitting import build_pipeline
 from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.pipelines import SavedPipelines, splits_digest
 from optdiv.final.model import EnsembleModel
+from optdiv.final.refit_time import refit_seconds
 
 if TYPE_CHECKING:  # the engine's result, which fit_model completes; the engine imports this module, not back
     from optdiv.engine.result import SearchResult
 
-#: A member's refit in this process is predicted from its evaluation's fit time scaled by the rows, times this:
+#: A member's refit in this process is predicted from its evaluation's fit time grown with the rows as its
+#: algorithm's fit grows (optdiv.final.refit_time), times this:
 #: some models cost more than linearly in the rows (kernel machines, neighbour searches), the machine may be busier
 #: than when the member was evaluated, and a refit in this process that overruns the time budget cannot be taken
 #: back.
@@ -78,8 +80,12 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         refitter = result.refitter if in_worker else None  # started by the search, so no start-up to wait for
         start = REFIT_WORKER_START if in_worker and refitter is None else 0.0
         left = None if deadline is None else deadline.left() - FINISH_SECONDS - start
-        rows_ratio, safety = len(X_all) / max(len(X), 1), WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY
-        on_all = members_to_refit(result, rows_ratio, left, safety)
+        safety = WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY
+
+        def predicted(obs) -> float:
+            return safety * refit_seconds(obs.algorithm, obs.fit_seconds, max(len(X), 1), len(X_all))
+
+        on_all = members_to_refit(result, predicted, left)
         if in_worker and on_all and refitter is None:
             refitter = Refitter(space, X_all, y_all, task, None if classes is None else len(classes), seed, saved,
                                 deadline, threads=threads)
@@ -104,7 +110,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                                 else _fitted(space, obs.config, X_all, y_all, seed, task, threads, rounds))
             # predicted against taken, per refit: what the search's reserve for the refits can be checked on
             report.setdefault("refit_times", []).append(
-                {"index": obs.index, "predicted": round(safety * rows_ratio * obs.fit_seconds, 2),
+                {"index": obs.index, "predicted": round(predicted(obs), 2),
                  "seconds": round(time.perf_counter() - refit_began, 2), "ok": refits[position][0] is not None})
         for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
             obs = result.history[i]
@@ -206,19 +212,19 @@ def keep_members(result: SearchResult, kept: List[int]) -> float:
     return (total - kept_total) / total if total > 0 else 0.0
 
 
-def members_to_refit(result: SearchResult, rows_ratio: float, left: Optional[float], safety: float = REFIT_SAFETY,
-                      free: Sequence[int] = ()) -> set:
+def members_to_refit(result: SearchResult, predicted: Callable[[Any], float], left: Optional[float],
+                     free: Sequence[int] = ()) -> set:
     """Positions of the members to refit: all without a deadline; under one, the heaviest weights first, each
-    while its predicted refit (its evaluation's fit time scaled by the rows, times ``safety``) still fits, so the
-    time left buys the refits that matter most instead of none. Members whose evaluation index is in ``free``
-    cost nothing (they are loaded, not refitted)."""
+    while its ``predicted`` refit seconds (of its observation) still fit, so the time left buys the refits that
+    matter most instead of none. Members whose evaluation index is in ``free`` cost nothing (they are loaded, not
+    refitted)."""
     positions = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
     if left is None:
         return set(positions)
     chosen, spent = set(), 0.0
     for position in positions:
         i = result.member_indices[position]
-        cost = 0.0 if i in free else safety * rows_ratio * result.history[i].fit_seconds
+        cost = 0.0 if i in free else predicted(result.history[i])
         if spent + cost <= left:
             chosen.add(position)
             spent += cost
@@ -231,8 +237,12 @@ def drop_members_that_do_not_fit(result: SearchResult, splits: Splits, left: flo
     (:func:`members_to_refit`; a k-fold evaluation's fit time covers k fits on (k-1)/k of the rows; a member in
     ``bagged``, whose fold pipelines are saved, needs no refit), and at least the heaviest; rescale the kept
     weights to the same total and say in ``report`` what was left out."""
-    n_folds = int(np.max(splits.folds)) + 1
-    keep = members_to_refit(result, 1.0 / max(n_folds - 1, 1), left, free=bagged)
+    k = max(int(np.max(splits.folds)) + 1, 2)
+
+    def predicted(obs) -> float:  # one fold's fit (a k-th of the evaluation's) grown from (k-1)/k to all rows
+        return REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds / k, k - 1, k)
+
+    keep = members_to_refit(result, predicted, left, free=bagged)
     n_members = len(result.member_indices)
     if len(keep) == n_members:
         return

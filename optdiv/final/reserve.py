@@ -7,7 +7,7 @@ final ensemble would hold if the search stopped now (:func:`likely_members`), no
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from optdiv.budget import FINISH_SECONDS, LOAD_BYTES_PER_SECOND, Deadline
 from optdiv.core.ensemble import ensemble_selection
 from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.final.fit import REFIT_SAFETY, REFIT_WORKER_START, WORKER_REFIT_SAFETY
+from optdiv.final.refit_time import refit_seconds
 
 #: Members whose refit time is reserved when the likely final members cannot be chosen (no validation targets):
 #: about as many distinct members as ensemble selection keeps.
@@ -48,15 +49,16 @@ def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) ->
 
 def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
                    n_folds: Optional[int], started: bool = False, refits_share: float = 1.0,
-                   refit_ratio: float = 4 / 3, refits_cap: Optional[float] = None) -> float:
+                   rows: Tuple[float, float] = (3, 4), refits_cap: Optional[float] = None) -> float:
     """Predicted seconds from the end of the search to the end of the call for the final ``members``:
     :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits
     :func:`optdiv.final.fit.fit_model` does.
 
-    A k-fold evaluation's ``fit_seconds`` covers k fits on (k-1)/k of the rows, one refit on all rows about
-    1/(k-1) of it (needed only when its fold pipelines are not saved); a refit on train+validation fits
-    ``refit_ratio`` times the rows the member was fitted on (a third more than a 75 % training part; far more when
-    the search fitted on a row sample), in a worker process under the deadline
+    A k-fold evaluation's ``fit_seconds`` covers k fits on (k-1)/k of the rows, one refit on all rows a k-th of it
+    grown to k/(k-1) of the rows (needed only when its fold pipelines are not saved); a refit on train+validation
+    fits ``rows`` = (rows the member was fitted on, rows of train+validation): a third more than a 75 % training
+    part, far more when the search fitted on a row sample; each refit's time grows with the rows as its algorithm's
+    does (:func:`optdiv.final.refit_time.refit_seconds`). The refits run in a worker process under the deadline
     (:data:`~optdiv.final.fit.WORKER_REFIT_SAFETY`; :data:`~optdiv.final.fit.REFIT_WORKER_START` unless that worker
     was ``started`` during the search). ``refits_share`` counts that share of those worker refits only: they are
     optional (a member whose refit does not fit stays fitted on train), so an evaluation already running may use
@@ -67,18 +69,19 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:
         reserve += 2 * pipelines.bytes_of(digest, [obs.index for obs in members]) / LOAD_BYTES_PER_SECOND
-    seconds = sum(obs.fit_seconds for obs in members)
     if n_folds is not None:
         if digest is None:
-            reserve += REFIT_SAFETY * seconds / max(n_folds - 1, 1)
+            k = max(n_folds, 2)
+            reserve += REFIT_SAFETY * sum(refit_seconds(obs.algorithm, obs.fit_seconds / k, k - 1, k)
+                                          for obs in members)
     elif refit:
-        refits = WORKER_REFIT_SAFETY * seconds * refit_ratio
+        each = [WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows) for obs in members]
+        refits = sum(each)
         if refits_cap is not None:  # a member whose own refit is over the cap is never refitted: nothing kept for it
-            each = [WORKER_REFIT_SAFETY * obs.fit_seconds * refit_ratio for obs in members]
             refits = min(sum(t for t in each if t <= refits_cap), refits_cap)
         reserve += (0.0 if started else REFIT_WORKER_START) + refits_share * refits
     elif digest is None:
-        reserve += REFIT_SAFETY * seconds
+        reserve += REFIT_SAFETY * sum(obs.fit_seconds for obs in members)
     return reserve
 
 
@@ -90,11 +93,11 @@ class FinishReserve:
 
     def __init__(self, deadline: Optional[Deadline], y_val, loss: str, ensemble_size: int, seed: int, refit: bool,
                  n_folds: Optional[int], pipelines: Optional[SavedPipelines], digest: Optional[str],
-                 history: Sequence = (), started: bool = False, refit_ratio: float = 4 / 3,
+                 history: Sequence = (), started: bool = False, rows: Tuple[float, float] = (3, 4),
                  refits_cap: Optional[float] = None):
         self.deadline, self.y_val, self.loss, self.ensemble_size, self.seed = deadline, y_val, loss, ensemble_size, seed
         self.refit, self.n_folds, self.pipelines, self.digest = refit, n_folds, pipelines, digest
-        self.started, self.refit_ratio, self.refits_cap = started, refit_ratio, refits_cap
+        self.started, self.rows, self.refits_cap = started, rows, refits_cap
         self.latest: Sequence = history  # the history as the loop last handed it over
         self.computed: Optional[tuple] = None  # (history key, seconds, seconds less the overrun) last computed
         self.members: List = []  # the likely final members of the history last computed
@@ -115,7 +118,7 @@ class FinishReserve:
             if self.computed is None or self.computed[0] != key:
                 self.members = likely_members(self.latest, self.y_val, self.loss, self.ensemble_size, self.seed)
             both = [finish_reserve(self.members, self.pipelines, self.digest, self.refit, self.n_folds,
-                                   started=self.started, refits_share=share, refit_ratio=self.refit_ratio,
+                                   started=self.started, refits_share=share, rows=self.rows,
                                    refits_cap=cap)
                     for share in (1.0, 1.0 - REFIT_OVERRUN_SHARE)]
             self.computed = (key, *both)

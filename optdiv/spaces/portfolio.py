@@ -18,6 +18,7 @@ builds them (and leave-one-dataset-out ones for reporting) from libraries.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
@@ -100,7 +101,14 @@ def is_auto_portfolio(portfolio) -> bool:
 
 
 def library_defaults(space_name: str, task: str) -> List[Dict]:
-    """The configurations of ``portfolio="defaults"`` for a built-in space (:data:`LIBRARY_DEFAULTS`), checked."""
+    """The configurations of ``portfolio="defaults"`` for a built-in space (:data:`LIBRARY_DEFAULTS`), checked.
+    Completing them against the space takes about a second, paid once per process (every estimator's fit starts
+    from them): each call returns fresh copies."""
+    return [dict(config) for config in _library_defaults(space_name, task)]
+
+
+@functools.lru_cache(maxsize=None)
+def _library_defaults(space_name: str, task: str) -> tuple:
     from optdiv.spaces import cs_compat
     from optdiv.spaces import get_space
 
@@ -115,7 +123,7 @@ def library_defaults(space_name: str, task: str) -> List[Dict]:
     for algorithm, values in entries:
         settings = {choice: algorithm, **{f"{choice.split(':')[0]}:{algorithm}:{k}": v for k, v in values.items()}}
         configs.append(cs_compat.config_to_dict(cs_compat.with_defaults(space.configspace, settings)))
-    return configs
+    return tuple(configs)
 
 
 def read_portfolio(path: Union[str, Path], task: Optional[str] = None) -> List[Dict]:

@@ -256,9 +256,13 @@ def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_t
         result.history[i].fit_seconds = 0.75
     heaviest = max(range(len(result.member_indices)), key=lambda p: (result.weights[p], -p))
     one = REFIT_SAFETY * 1.0  # what a refit of 1 s is predicted to take
-    assert members_to_refit(result, 4 / 3, left=1.5 * one) == {heaviest}  # one refit fits, two do not
-    assert members_to_refit(result, 4 / 3, left=None) == set(range(len(result.member_indices)))
-    assert members_to_refit(result, 4 / 3, left=0.9 * one) == set()
+
+    def predicted(obs):
+        return REFIT_SAFETY * obs.fit_seconds * 4 / 3
+
+    assert members_to_refit(result, predicted, left=1.5 * one) == {heaviest}  # one refit fits, two do not
+    assert members_to_refit(result, predicted, left=None) == set(range(len(result.member_indices)))
+    assert members_to_refit(result, predicted, left=0.9 * one) == set()
     # end to end, the refits in a worker process: enough time for exactly one refit. The refit worker is ready
     # before the clock starts, as when the search starts it beside its evaluations (a worker's start-up under load,
     # 2-5 s, is not what this test measures)
@@ -339,12 +343,12 @@ def test_the_search_starts_the_refit_worker_and_reserves_the_likely_members_refi
     assert finish_reserve(members, None, None, False, None, refits_share=0.5) == pytest.approx(
         FINISH_SECONDS + 1.5 * 3.0 * len(members))  # refits in this process are not optional: all kept
     # members searched on a 50,000-row sample of 800,000 rows: their refits see 16 times the rows, within a cap
-    sampled = finish_reserve(members, None, None, True, None, started=True, refit_ratio=16.0)
+    sampled = finish_reserve(members, None, None, True, None, started=True, rows=(50_000, 800_000))
     assert sampled == pytest.approx(FINISH_SECONDS + 48.0 * len(members))
-    capped = finish_reserve(members, None, None, True, None, started=True, refit_ratio=16.0, refits_cap=60.0)
+    capped = finish_reserve(members, None, None, True, None, started=True, rows=(50_000, 800_000), refits_cap=60.0)
     assert capped == pytest.approx(FINISH_SECONDS + min(60.0, 48.0 * len(members)))
-    assert finish_reserve(members, None, None, True, None, started=True, refits_share=0.5, refit_ratio=16.0,
+    assert finish_reserve(members, None, None, True, None, started=True, refits_share=0.5, rows=(50_000, 800_000),
                           refits_cap=60.0) == pytest.approx(FINISH_SECONDS + min(30.0, 24.0 * len(members)))
     # each refit alone over the cap: none will happen, so none is kept time for
-    assert finish_reserve(members, None, None, True, None, started=True, refit_ratio=16.0,
+    assert finish_reserve(members, None, None, True, None, started=True, rows=(50_000, 800_000),
                           refits_cap=40.0) == pytest.approx(FINISH_SECONDS)

@@ -1,0 +1,38 @@
+"""How long a member's refit on more rows will take, predicted from the fit time its evaluation measured.
+
+A search on a row sample refits its final members on every row, 16 times the rows at 1M rows, so how the fit time
+grows with the rows decides what the search keeps back: linear growth over-predicts a booster's refit (its
+histogram binning and per-round costs grow slower than the rows) and under-predicts a forest's (deeper trees on
+more rows). The exponents below come from fitting each algorithm's library default on growing synthetic tables
+(benchmarks/refit_scaling.py), not from any benchmark dataset.
+"""
+
+from __future__ import annotations
+
+from optdiv.spaces.sklearn_models import KERNEL_SVM_MAX_ROWS
+
+#: ``seconds ~ rows ** exponent`` per algorithm, measured between 40,000 and 160,000 rows (classification and
+#: regression rounded together; 1.0, linear, for any other algorithm).
+ROWS_EXPONENT = {
+    "lightgbm": 0.9,
+    "gradient_boosting": 0.75,
+    "extra_trees": 1.25,
+    "random_forest": 1.25,
+    "k_nearest_neighbors": 1.35,
+    "logistic_regression": 1.15,
+    "ridge": 1.15,
+}
+
+#: Algorithms of the built-in space that fit on at most this many rows (a kernel SVM's row cap), so their refit on
+#: more rows costs what their evaluation did once both are over it.
+ROW_CAPS = {"libsvm_svc": KERNEL_SVM_MAX_ROWS, "libsvm_svr": KERNEL_SVM_MAX_ROWS}
+
+
+def refit_seconds(algorithm: str, seconds: float, rows_from: float, rows_to: float) -> float:
+    """Predicted seconds of a fit of ``algorithm`` on ``rows_to`` rows that took ``seconds`` on ``rows_from``."""
+    cap = ROW_CAPS.get(algorithm)
+    if cap is not None:
+        rows_from, rows_to = min(rows_from, cap), min(rows_to, cap)
+    if rows_from <= 0 or rows_to <= 0:
+        return float(seconds)
+    return float(seconds) * (rows_to / rows_from) ** ROWS_EXPONENT.get(algorithm, 1.0)

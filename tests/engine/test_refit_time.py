@@ -1,0 +1,36 @@
+"""A member's refit on more rows is predicted from its fit time grown as its algorithm's fit grows with the rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from optdiv.evaluation.observation import Observation
+from optdiv.final.refit_time import ROWS_EXPONENT, refit_seconds
+from optdiv.final.reserve import finish_reserve
+from optdiv.budget import FINISH_SECONDS
+
+
+def test_boosters_grow_slower_than_the_rows_forests_faster_and_others_linearly():
+    assert refit_seconds("lightgbm", 10.0, 50_000, 800_000) < 10.0 * 16 * 0.8
+    assert refit_seconds("gradient_boosting", 10.0, 50_000, 800_000) < 10.0 * 16 * 0.8
+    assert refit_seconds("extra_trees", 10.0, 50_000, 800_000) > 10.0 * 16 * 1.3
+    assert refit_seconds("random_forest", 10.0, 50_000, 800_000) > 10.0 * 16 * 1.3
+    assert refit_seconds("a_user_model", 10.0, 50_000, 800_000) == pytest.approx(160.0)
+    assert refit_seconds("lightgbm", 10.0, 3, 3) == pytest.approx(10.0)  # the same rows: the same time
+    assert all(0.5 <= exponent <= 2.0 for exponent in ROWS_EXPONENT.values())
+
+
+def test_a_kernel_svm_over_its_row_cap_refits_in_the_time_its_evaluation_took():
+    assert refit_seconds("libsvm_svc", 7.0, 50_000, 800_000) == pytest.approx(7.0)
+    assert refit_seconds("libsvm_svr", 2.0, 5_000, 20_000) == pytest.approx(4.0)  # up to the cap, then no more
+
+
+def test_the_search_keeps_back_each_members_refit_as_its_algorithm_grows():
+    members = [Observation(config={}, val_loss=0.1, test_loss=0.1, val_pred=None, test_pred=None, status="ok",
+                           fit_seconds=2.0, index=i, algorithm=algorithm)
+               for i, algorithm in enumerate(["lightgbm", "extra_trees", "libsvm_svc"])]
+    rows = (50_000, 800_000)
+    expected = sum(refit_seconds(obs.algorithm, 2.0, *rows) for obs in members)
+    reserve = finish_reserve(members, None, None, True, None, started=True, rows=rows)
+    assert reserve == pytest.approx(FINISH_SECONDS + expected)
+    assert reserve != pytest.approx(FINISH_SECONDS + 3 * 2.0 * 16)  # not the linear guess
