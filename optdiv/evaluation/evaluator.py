@@ -44,7 +44,7 @@ from optdiv.evaluation.interface import EvaluatorInterface, WorkerRecipe
 from optdiv.evaluation.memory import can_watch_memory, resolve_memory_limit, splits_mb
 from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
 from optdiv.evaluation.pipelines import pipeline_path, splits_digest
-from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, shutdown
+from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, keep, shutdown, take_kept
 
 #: Share of an evaluation's time limit its forest or booster may grow in before it keeps the rounds it has
 #: (optdiv.evaluation.anytime); the rest is for predicting the validation and test rows and sending them back.
@@ -142,13 +142,23 @@ class Evaluator(EvaluatorInterface):
         rows) then runs beside the caller's work, and the first call that needs it waits only for what is left."""
         if self.in_process or self._holder[0] is not None:
             return
-        ctx = multiprocessing.get_context(self.start_method)
-        watched = self.memory_limit_mb is not None and can_watch_memory()
-        # where the resident set cannot be read, the worker caps its own address space instead (RLIMIT_AS)
-        self._holder[0] = Worker(ctx, (self.build, self.splits, self.task, self.n_classes, self.seed,
-                                       None if watched else self.memory_limit_mb), self.threads,
-                                 memory_limit_mb=self.memory_limit_mb if watched else None)
+        watched, capped = self._memory_limits()
+        args = (self.build, self.splits, self.task, self.n_classes, self.seed, capped)
+        self._holder[0] = take_kept(self._worker_kind(), args)  # one a closed evaluator left, without start-up
+        if self._holder[0] is None:
+            ctx = multiprocessing.get_context(self.start_method)
+            self._holder[0] = Worker(ctx, args, self.threads, memory_limit_mb=watched)
         self.worker_starts += 1
+
+    def _memory_limits(self):
+        """(the limit the parent watches on the worker's resident set, the one the worker caps its own address
+        space at where the resident set cannot be read (RLIMIT_AS)); one of them is None."""
+        watched = self.memory_limit_mb is not None and can_watch_memory()
+        return (self.memory_limit_mb if watched else None), (None if watched else self.memory_limit_mb)
+
+    def _worker_kind(self) -> tuple:
+        """What a worker was started with that a later evaluator's worker must share to take it over."""
+        return (self.start_method, self.threads, *self._memory_limits())
 
     def settings(self) -> Dict[str, Any]:
         """The constructor's arguments except ``splits``: ``Evaluator(splits=splits, **settings())`` evaluates as
@@ -174,7 +184,15 @@ class Evaluator(EvaluatorInterface):
         return self._holder[0] is not None
 
     def close(self) -> None:
-        """End the worker process, if any. The evaluator stays usable: a later evaluate restarts it."""
+        """Release the worker process, if any: an idle, healthy one is kept a short while for the next evaluator
+        of this process (optdiv.evaluation.worker.keep), any other ended. The evaluator stays usable: a later
+        evaluate starts (or takes over) a worker again."""
+        if self.in_process:
+            return
+        keep(self._holder, self._worker_kind())
+
+    def _stop(self) -> None:
+        """End the worker process now (it failed, timed out, or its state is unknown)."""
         shutdown(self._holder)
 
     def __enter__(self) -> "Evaluator":
@@ -207,7 +225,7 @@ class Evaluator(EvaluatorInterface):
             return self._evaluate_in_worker(config, index, time_limit)
         except Exception as exc:  # a failure of the machinery itself: still an observation, never a raise
             if not self.in_process:
-                self.close()
+                self._stop()
             return self._failed(config, index, "failed", "evaluator error: " + error_text(exc),
                                 time.perf_counter() - started)
 
@@ -233,11 +251,11 @@ class Evaluator(EvaluatorInterface):
                 worker.busy = True
                 worker.conn.send((self._task_counter, dict(config), self._save_to(index), None, rounds))
             except Exception as exc:
-                self.close()
+                self._stop()
                 return "could not send the configuration to the worker: " + error_text(exc)
             kind, payload = worker.receive(max(cut - time.perf_counter(), 0.0))
             if kind != "msg":
-                self.close()
+                self._stop()
                 return ("stopped at the deadline" if kind == "timeout" else
                         describe_exit(payload) if kind == "dead" else self._over_memory(payload) if kind == "memory"
                         else "unreadable result from the worker")
@@ -278,9 +296,14 @@ class Evaluator(EvaluatorInterface):
         began = time.perf_counter()
         try:
             if worker is None or worker.ready:  # none, or one that died: start a new one
-                self.close()
+                self._stop()
                 self.spawn()
-            return self._await_ready(timeout)
+            rebound = self._holder[0].rebound
+            problem = self._await_ready(timeout)
+            if problem is not None and rebound:  # a kept worker that could not take these data: a fresh one
+                self.spawn()
+                problem = self._await_ready(timeout - (time.perf_counter() - began))
+            return problem
         finally:
             self.last_start_seconds = time.perf_counter() - began
 
@@ -290,7 +313,7 @@ class Evaluator(EvaluatorInterface):
         if kind == "msg" and isinstance(payload, tuple) and payload and payload[0] == "ready":
             worker.ready = True
             return None
-        self.close()
+        self._stop()
         if kind == "timeout":
             return f"worker process did not start within {min(START_TIMEOUT, max(timeout, 0.0)):.0f} s"
         if kind == "memory":
@@ -317,7 +340,7 @@ class Evaluator(EvaluatorInterface):
             limit = self.time_limit if cut is None else min(self.time_limit, cut - time.perf_counter())
             worker.conn.send((task_id, config, self._save_to(index), GROWTH_SHARE * max(limit, 0.0), None))
         except Exception as exc:  # unpicklable config, or a worker that just died
-            self.close()
+            self._stop()
             return self._failed(config, index, "failed", "could not send the configuration to the worker: "
                                 + error_text(exc), 0.0)
         folds = _FoldProgress(self.splits)
@@ -329,25 +352,25 @@ class Evaluator(EvaluatorInterface):
             worker.busy = True  # the answer is still to come
         waited = time.perf_counter() - sent
         if kind == "timeout":
-            self.close()
+            self._stop()
             if limit < self.time_limit:
                 return self._cut_at_deadline(config, index, time.perf_counter() - called)
             return self._timed_out(config, index, folds, waited)
         if kind == "dead":
-            self.close()
+            self._stop()
             return self._failed(config, index, "failed", describe_exit(payload) + " during the evaluation", waited)
         if kind == "memory":
-            self.close()
+            self._stop()
             return self._failed(config, index, "failed", self._over_memory(payload), waited)
         if kind == "bad":
-            self.close()
+            self._stop()
             return self._failed(config, index, "failed", "unreadable result from the worker: " + payload, waited)
         got_id, result = payload
         if got_id != task_id:
-            self.close()
+            self._stop()
             return self._failed(config, index, "failed", f"worker answered task {got_id} for task {task_id}", waited)
         if result.get("restart"):
-            self.close()
+            self._stop()
         return self._observation(config, index, result)
 
     def _over_memory(self, resident: float) -> str:

@@ -34,8 +34,10 @@ With ``pipelines_dir`` the worker also saves every successful holdout fit there 
 
 A worker is reused while it stays healthy, so an evaluation costs one pipe round trip of the config
 and the predictions (around a millisecond on small data) on top of the fit itself, instead of a
-process start (about a second with numpy/pandas/scikit-learn imports). A ``MemoryError`` is recorded
-as a failure and the worker is replaced, since its heap may be in a poor state.
+process start (3-5 s of numpy/pandas/scikit-learn imports on a small machine). A ``MemoryError`` is recorded
+as a failure and the worker is replaced, since its heap may be in a poor state. When its evaluator closes, an idle,
+healthy, small worker is kept for :data:`KEEP_SECONDS` and handed the data of the next evaluator of this process
+started with the same settings (:func:`keep`, :func:`take_kept`), so repeated fits pay the start-up once.
 
 ``in_process=True`` runs everything in the calling process with no limit, for debugging.
 """
@@ -43,13 +45,15 @@ as a failure and the worker is replaced, since its heap may be in a poor state.
 from __future__ import annotations
 
 import atexit
+import gc
 import multiprocessing.util  # noqa: F401  (so our atexit hook runs before its child-joining one)
 import os
 import signal
+import sys
 import time
 from contextlib import contextmanager
 from multiprocessing.connection import wait
-from typing import Optional
+from typing import Dict, Optional
 
 import numpy as np
 
@@ -80,41 +84,75 @@ def _set_memory_limit(megabytes: int) -> None:
 
 def _worker_main(conn) -> None:
     """Worker loop: take the data, announce readiness, then serve ``(task id, config)`` until told to stop or
-    orphaned."""
+    orphaned. ``("idle", seconds)`` (its evaluator closed, :func:`keep`) drops the data and waits that long for
+    ``("bind", data)`` from the next evaluator, or leaves."""
     try:
         try:
-            build, splits, task, n_classes, seed, memory_limit_mb = conn.recv()
+            args = conn.recv()
         except (EOFError, OSError):  # the parent is gone
             return
-        if memory_limit_mb:
-            _set_memory_limit(memory_limit_mb)
-        conn.send(("ready", os.getpid()))
-        while True:
-            try:
-                msg = conn.recv()
-            except (EOFError, OSError):  # the parent is gone
-                return
-            if msg is None:
-                return
-            task_id, config, save_to, fit_seconds, rounds = msg
-
-            def report_fold(fold: int, part: np.ndarray, task_id=task_id) -> None:
-                conn.send((task_id, {"progress": True, "fold": fold, "val_part": part}))
-
-            result = fit_predict(build, splits, task, n_classes, seed, config, on_fold=report_fold,
-                                  save_to=save_to, fit_seconds=fit_seconds, rounds=rounds)
-            result["peak_mb"] = own_peak_mb()  # the driver keeps the largest (optdiv.evaluation.memory)
-            try:
-                conn.send((task_id, result))
-            except (EOFError, OSError, BrokenPipeError):
-                return
-            except Exception as exc:  # the result would not pickle
-                conn.send((task_id, {"ok": False, "error": "could not send the result back: " + error_text(exc),
-                                     "seconds": result.get("seconds", 0.0), "measures": result.get("measures", {})}))
-            if result.get("restart"):
-                return
+        if args[-1]:
+            _set_memory_limit(args[-1])
+        held = [args]  # handed over, not kept here: once idle, the data must be freed
+        del args
+        while held:
+            conn.send(("ready", os.getpid()))
+            _serve(conn, held)
+            _forget_peak()
     finally:
         conn.close()
+
+
+def _serve(conn, held: list) -> None:
+    """Serve evaluations on the data in ``held`` (taken out of it); once idle and bound again, the next
+    evaluator's data is left in ``held``, which stays empty when the worker is to leave."""
+    build, splits, task, n_classes, seed, _ = held.pop()
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return
+        if msg is None:
+            return
+        if msg[0] == "idle":
+            del build, splits
+            gc.collect()
+            try:
+                if conn.poll(msg[1]):
+                    msg = conn.recv()
+                    if isinstance(msg, tuple) and msg[0] == "bind":
+                        os.chdir(msg[1])  # as a fresh spawn starts: the parent's directory and import path, then
+                        sys.path[:] = msg[2]  # the data (whose build function may need that path to unpickle)
+                        held.append(conn.recv())
+            except (EOFError, OSError):
+                pass
+            return
+        task_id, config, save_to, fit_seconds, rounds = msg
+
+        def report_fold(fold: int, part: np.ndarray, task_id=task_id) -> None:
+            conn.send((task_id, {"progress": True, "fold": fold, "val_part": part}))
+
+        result = fit_predict(build, splits, task, n_classes, seed, config, on_fold=report_fold,
+                             save_to=save_to, fit_seconds=fit_seconds, rounds=rounds)
+        result["peak_mb"] = own_peak_mb()  # the driver keeps the largest (optdiv.evaluation.memory)
+        try:
+            conn.send((task_id, result))
+        except (EOFError, OSError, BrokenPipeError):
+            return
+        except Exception as exc:  # the result would not pickle
+            conn.send((task_id, {"ok": False, "error": "could not send the result back: " + error_text(exc),
+                                 "seconds": result.get("seconds", 0.0), "measures": result.get("measures", {})}))
+        if result.get("restart"):
+            return
+
+
+def _forget_peak() -> None:
+    """Start this process's peak resident set afresh (Linux), so the next evaluator's report is its own."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
 
 
 def describe_exit(code: Optional[int]) -> str:
@@ -198,6 +236,8 @@ class Worker:
         self.conn = parent_conn
         self.ready = False
         self.busy = False  # a task was sent and its answer not yet received
+        self.kept_until = 0.0  # while kept for the next evaluator (keep): when it leaves on its own
+        self.rebound = False  # a kept worker handed to another evaluator (take_kept), not a fresh process
         # The data go over the pipe, not in the start payload: a spawned child that dies before reading a start
         # payload larger than the OS pipe buffer (an unguarded main script) would block start() forever.
         try:
@@ -255,6 +295,61 @@ def shutdown(holder: list) -> None:
     if holder and holder[0] is not None:
         worker, holder[0] = holder[0], None
         worker.stop()
+
+
+#: Seconds a worker whose evaluator closed stays alive for the next evaluator of this process (as joblib's loky
+#: keeps its workers): a fit's start-up is mostly the worker's imports (3-5 s of scikit-learn and pandas on a
+#: small machine), which repeated fits (cross-validation of an estimator, scikit-learn's own checks) then pay once.
+KEEP_SECONDS = 60.0
+#: A worker whose resident set is over this many MB is not kept: its heap would stay held and count against the
+#: next evaluator's memory limit.
+KEEP_MAX_MB = 600.0
+
+#: Kept workers by what they were started with (start method, threads, memory limits): one at most per kind.
+_KEPT: Dict[tuple, "Worker"] = {}
+
+
+def keep(holder: list, kind: tuple) -> None:
+    """Hand the idle, healthy worker in ``holder`` to the next evaluator of this process that starts one of the same
+    ``kind`` (within :data:`KEEP_SECONDS`); any other worker is stopped."""
+    worker = holder[0] if holder else None
+    if worker is None:
+        return
+    holder[0] = None
+    used = resident_mb(worker.proc.pid) if worker.alive() else None
+    if not (worker.ready and not worker.busy and used is not None and used <= KEEP_MAX_MB):
+        worker.stop()
+        return
+    try:
+        worker.conn.send(("idle", KEEP_SECONDS))
+    except (OSError, EOFError, BrokenPipeError):
+        worker.stop()
+        return
+    worker.kept_until = time.monotonic() + KEEP_SECONDS - 1.0
+    previous = _KEPT.pop((os.getpid(), kind), None)
+    if previous is not None:
+        previous.stop()
+    _KEPT[(os.getpid(), kind)] = worker
+
+
+def take_kept(kind: tuple, args) -> "Optional[Worker]":
+    """A kept worker of ``kind``, sent the new evaluator's data ``args`` (it answers "ready" as a new one does), or
+    None."""
+    worker = _KEPT.pop((os.getpid(), kind), None)
+    if worker is None:
+        return None
+    if not worker.alive() or time.monotonic() > worker.kept_until:
+        worker.stop()
+        return None
+    try:
+        worker.conn.send(("bind", os.getcwd(), list(sys.path)))
+        worker.conn.send(args)
+    except (OSError, EOFError, BrokenPipeError):
+        worker.stop()
+        return None
+    worker.ready = False
+    worker.rebound = True
+    return worker
 
 
 @atexit.register

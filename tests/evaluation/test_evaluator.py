@@ -278,3 +278,37 @@ def test_an_unguarded_script_stops_with_a_hint_instead_of_hanging(tmp_path):
     assert len(statuses) == 1 and statuses[0].startswith("STATUS failed")  # the parent's line only
     assert "if __name__ == '__main__'" in statuses[0]
     assert "guard the script's entry point" in done.stderr
+
+
+def _worker_pid(ev: Evaluator) -> int:
+    return ev._holder[0].proc.pid
+
+
+def test_a_closed_evaluators_idle_worker_serves_the_next_evaluator_on_its_own_data(cancer):
+    regression = split(load_dataset("sklearn:diabetes"), seed=0)
+    with Evaluator(builders.by_name, cancer, "classification", "error", n_classes=2, time_limit=60) as first:
+        assert first.evaluate({"algorithm": "logreg"}, index=0).ok
+        pid = _worker_pid(first)
+    with Evaluator(builders.by_name, regression, "regression", "mse", time_limit=60) as second:
+        obs = second.evaluate({"algorithm": "ridge", "alpha": 0.1}, index=0)
+        assert _worker_pid(second) == pid and second.worker_starts == 1  # taken over, not started again
+    assert obs.ok and obs.val_pred.shape == (len(regression.y_val),)  # on the second evaluator's rows
+    assert obs.val_loss == pytest.approx(np.mean((obs.val_pred.astype(np.float64) - regression.y_val) ** 2), rel=1e-5)
+    with Evaluator(builders.by_name, cancer, "classification", "error", n_classes=2, time_limit=60,
+                   memory_limit_mb=2048) as other:  # started with another memory limit: a worker of its own
+        assert other.evaluate({"algorithm": "logreg"}, index=0).ok and _worker_pid(other) != pid
+
+
+def test_a_kept_worker_leaves_when_no_evaluator_takes_it(cancer, monkeypatch):
+    from optdiv.evaluation import worker as worker_module
+
+    monkeypatch.setattr(worker_module, "KEEP_SECONDS", 1.0)
+    ev = Evaluator(builders.by_name, cancer, "classification", "error", n_classes=2, time_limit=60, threads=2)
+    assert ev.evaluate({"algorithm": "majority"}, index=0).ok
+    proc = ev._holder[0].proc
+    pid = proc.pid
+    ev.close()
+    proc.join(10.0)
+    assert proc.exitcode == 0  # left on its own once the second was over
+    assert ev.evaluate({"algorithm": "majority"}, index=1).ok and _worker_pid(ev) != pid
+    ev._stop()
