@@ -89,21 +89,20 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         if in_worker and on_all and refitter is None:
             refitter = Refitter(space, X_all, y_all, task, None if classes is None else len(classes), seed, saved,
                                 deadline, threads=threads)
-        n_members = len(result.member_indices)
-        if len(on_all) == n_members:
-            report["rows"] = "train+validation"
-        else:
-            if on_all:
-                report["rows"] = f"train+validation for {len(on_all)} of {n_members} members, train for the others"
-            report["refit_skipped"] = (f"refitting {n_members - len(on_all)} of {n_members} members on "
-                                       f"train+validation was predicted not to fit in the time budget: they stay "
-                                       f"fitted on train")
     members, info, failed = [], [], []
     try:
         refits = {}  # position -> (pipeline or None, error), heaviest first, so a refit cut at the deadline is a
-        # light one
-        for position in sorted(on_all, key=lambda p: (-float(result.weights[p]), p)):
+        # light one; then, in the time the planned refits left (they may take less than predicted), the heaviest
+        # of the others whose refit is now predicted to fit
+        by_weight = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
+        later = [p for p in by_weight if p not in on_all] if refit and not cross_validated and deadline is not None \
+            and (refitter is not None or not in_worker) else []
+        for position in [p for p in by_weight if p in on_all] + later:
             obs = result.history[result.member_indices[position]]
+            if position not in on_all:
+                if predicted(obs) > deadline.left() - FINISH_SECONDS:
+                    continue
+                on_all.add(position)
             rounds = kept_rounds(obs.measures)  # a member whose evaluation was cut is refitted as it was scored
             refit_began = time.perf_counter()
             refits[position] = (refitter.fit(obs) if refitter is not None
@@ -112,6 +111,17 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             report.setdefault("refit_times", []).append(
                 {"index": obs.index, "predicted": round(predicted(obs), 2),
                  "seconds": round(time.perf_counter() - refit_began, 2), "ok": refits[position][0] is not None})
+        if refit and not cross_validated:
+            n_members = len(result.member_indices)
+            if len(on_all) == n_members:
+                report["rows"] = "train+validation"
+            else:
+                if on_all:
+                    report["rows"] = (f"train+validation for {len(on_all)} of {n_members} members, train for the "
+                                      f"others")
+                report["refit_skipped"] = (f"refitting {n_members - len(on_all)} of {n_members} members on "
+                                           f"train+validation was predicted not to fit in the time budget: they stay "
+                                           f"fitted on train")
         for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
             obs = result.history[i]
             pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)

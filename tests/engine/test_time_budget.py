@@ -245,9 +245,7 @@ def test_run_stores_the_seconds_an_automatic_time_limit_stands_for(tmp_path):
 
 
 def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_the_rest_on_train(cls_splits):
-    import pandas as pd
-
-    from optdiv.final.fit import REFIT_SAFETY, WORKER_REFIT_SAFETY, Refitter, members_to_refit
+    from optdiv.final.fit import REFIT_SAFETY, WORKER_REFIT_SAFETY, members_to_refit
 
     result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
                     budget=12, seed=2)
@@ -263,24 +261,52 @@ def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_t
     assert members_to_refit(result, predicted, left=1.5 * one) == {heaviest}  # one refit fits, two do not
     assert members_to_refit(result, predicted, left=None) == set(range(len(result.member_indices)))
     assert members_to_refit(result, predicted, left=0.9 * one) == set()
-    # end to end, the refits in a worker process: enough time for exactly one refit. The refit worker is ready
-    # before the clock starts, as when the search starts it beside its evaluations (a worker's start-up under load,
-    # 2-5 s, is not what this test measures)
-    args = (result, result.space, cls_splits, "classification", [0, 1], None, 2)
-    one = WORKER_REFIT_SAFETY * 1.0
-    X_all = pd.concat([cls_splits.X_train, cls_splits.X_val], axis=0)
-    y_all = np.concatenate([cls_splits.y_train, cls_splits.y_val])
-    refitter = Refitter(result.space, X_all, y_all, "classification", 2, 2, result.pipelines,
-                        Deadline(time.perf_counter() + 600))
-    refitter.evaluator.start()
-    deadline = Deadline(time.perf_counter() + FINISH_SECONDS + 1.5 * one)
-    refitter.deadline, result.refitter = deadline, refitter
-    model = fit_model(*args, refit=True, deadline=deadline)
-    final = result.info["final_model"]
+    # end to end, the refits in a worker process: enough time for exactly one refit, the heaviest (the others are
+    # predicted to take 4 s each). The refit worker is ready before the clock starts, as when the search starts it
+    # beside its evaluations (a worker's start-up under load, 2-5 s, is not what this test measures)
+    ratio = (len(cls_splits.y_train) + len(cls_splits.y_val)) / len(cls_splits.y_train)
+    for position, i in enumerate(result.member_indices):
+        result.history[i].fit_seconds = (1.0 if position == heaviest else 4.0) / ratio
+    model, final = _refit_with_worker(result, cls_splits, 1.5 * WORKER_REFIT_SAFETY)
     assert final["refitted"] == 1 and "refit_failed" not in final
     assert final["loaded"] == len(model.members) - 1
     assert final["rows"].startswith("train+validation for 1 of") and "refit_skipped" in final
     assert [m["rows"] for m in model.info if m["source"] == "refitted"] == ["train+validation"]
+
+
+def _refit_with_worker(result, splits, seconds):
+    """fit_model with ``refit=True`` under a deadline ``seconds`` (plus the finishing margin) away, its refit worker
+    started before the clock starts; (the model, its final-model report)."""
+    import pandas as pd
+
+    from optdiv.final.fit import Refitter
+
+    X_all = pd.concat([splits.X_train, splits.X_val], axis=0)
+    y_all = np.concatenate([splits.y_train, splits.y_val])
+    refitter = Refitter(result.space, X_all, y_all, "classification", 2, 2, result.pipelines,
+                        Deadline(time.perf_counter() + 600))
+    refitter.evaluator.start()
+    deadline = Deadline(time.perf_counter() + FINISH_SECONDS + seconds)
+    refitter.deadline, result.refitter = deadline, refitter
+    model = fit_model(result, result.space, splits, "classification", [0, 1], None, 2, refit=True, deadline=deadline)
+    return model, result.info["final_model"]
+
+
+def test_the_time_a_quick_refit_leaves_refits_the_next_member_whose_refit_now_fits(cls_splits):
+    """Refits are planned on predictions; one that ends sooner than predicted leaves time that the heaviest of the
+    members left out is refitted in, when its own prediction fits what is left."""
+    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=12, seed=2)
+    assert len(result.member_indices) >= 2
+    order = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
+    ratio = (len(cls_splits.y_train) + len(cls_splits.y_val)) / len(cls_splits.y_train)
+    for position, i in enumerate(result.member_indices):  # predicted: 1.5 s the heaviest, 2 s the next, 9 s others
+        result.history[i].fit_seconds = {order[0]: 1.5, order[1]: 2.0}.get(position, 9.0) / ratio
+    # 3 s: the plan holds the heaviest only (1.5 + 2 > 3); its refit of a small tree takes far less than 1.5 s
+    model, final = _refit_with_worker(result, cls_splits, 3.0)
+    refitted = [m["index"] for m in model.info if m["source"] == "refitted"]
+    assert sorted(refitted) == sorted(result.member_indices[p] for p in order[:2])
+    assert [t["index"] for t in final["refit_times"]] == [result.member_indices[p] for p in order[:2]]
 
 
 def test_under_cross_validation_members_whose_refit_does_not_fit_are_left_out(cls_splits):
