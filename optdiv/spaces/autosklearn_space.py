@@ -38,7 +38,8 @@ Bounds that keep one fit on 10k rows near or under the engine's 120 s limit (sin
 forests 100 trees; AdaBoost 200 rounds of depth <= 8; HistGradientBoosting 200 iterations of at
 most 511 leaves; kernel SVC/SVR ``max_iter=50000`` and fitted on at most 10,000 training rows
 (``sklearn_models.RowCapped``: a class-stratified sample above that); kernel PCA at most 500 components (randomized
-eigensolver on scikit-learn >= 1.0); Nystroem / random kitchen sinks at most 500 components; random
+eigensolver on scikit-learn >= 1.0), fitted on at most 5,000 rows and transforming in chunks of as many
+(``sklearn_models.RowCappedTransformer``); Nystroem / random kitchen sinks at most 500 components; random
 trees embedding depth <= 6; polynomial terms of at most 25 features; ``n_jobs=1`` everywhere so
 parallel evaluations do not oversubscribe the CPUs. A forest with ``max_features`` near 1 behind a
 preprocessor that widens the data to hundreds of columns (polynomial, random trees embedding) can
