@@ -124,7 +124,7 @@ class Evaluator(EvaluatorInterface):
         self.pipelines_dir = pipelines_dir  # where fitted pipelines are saved (optdiv.evaluation.pipelines)
         self.bag_folds = bool(bag_folds)  # under cross-validation, save each evaluation's fold pipelines as one bag
         self._rows_digest: Optional[str] = None
-        self.worker_starts = 0  # how many worker processes were started (restarts included)
+        self.worker_starts = 0  # how many times a worker was started or taken over from a closed evaluator
         self.last_start_seconds = 0.0  # of the last evaluate call, the seconds spent starting a worker
         self._holder: list = [None]
         self._task_counter = 0

@@ -95,8 +95,9 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         # light one; then, in the time the planned refits left (they may take less than predicted), the heaviest
         # of the others whose refit is now predicted to fit
         by_weight = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
-        later = [p for p in by_weight if p not in on_all] if refit and not cross_validated and deadline is not None \
-            and (refitter is not None or not in_worker) else []
+        later = []
+        if refit and not cross_validated and deadline is not None and (refitter is not None or not in_worker):
+            later = [p for p in by_weight if p not in on_all]
         for position in [p for p in by_weight if p in on_all] + later:
             obs = result.history[result.member_indices[position]]
             if position not in on_all:
