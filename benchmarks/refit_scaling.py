@@ -33,11 +33,9 @@ def data(rows: int, task: str, seed: int = 0):
     return pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])]), y
 
 
-def fit_seconds(config, X, y, task: str) -> float:
+def fit_seconds(space, config, X, y, task: str) -> float:
     from optdiv.evaluation.fitting import build_pipeline
-    from optdiv.spaces import get_space
 
-    space = get_space("autosklearn", task)
     pipe = build_pipeline(space.build, config, X, 0, task)
     began = time.perf_counter()
     with warnings.catch_warnings():
@@ -53,20 +51,21 @@ def main(argv=None) -> None:
     parser.add_argument("--max-seconds", type=float, default=30.0)
     parser.add_argument("--algorithms", default="", help="comma-separated; default: every library default")
     args = parser.parse_args(argv)
+    from optdiv.spaces import get_space
     from optdiv.spaces.portfolio import library_defaults
 
     sizes = [int(r) for r in args.rows.split(",")]
     frames = {rows: data(rows, args.task) for rows in sizes}
     wanted = {a for a in args.algorithms.split(",") if a}
+    space = get_space("autosklearn", args.task)
     for config in library_defaults("autosklearn", args.task):
-        algorithm = next(v for k, v in config.items() if k.endswith("__choice__") and k.split(":")[0] in
-                         ("classifier", "regressor"))
+        algorithm = space.algorithm_of(config)
         if wanted and algorithm not in wanted:
             continue
         times = {}
         for rows in sizes:
             X, y = frames[rows]
-            times[rows] = fit_seconds(config, X, y, args.task)
+            times[rows] = fit_seconds(space, config, X, y, args.task)
             if times[rows] > args.max_seconds:
                 break
         measured = sorted(times)

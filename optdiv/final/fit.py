@@ -22,7 +22,7 @@ from optdiv.evaluation.fitting import build_pipeline
 from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.pipelines import SavedPipelines, splits_digest
 from optdiv.final.model import EnsembleModel
-from optdiv.final.refit_time import refit_seconds
+from optdiv.final.refit_time import fold_refit_seconds, refit_seconds
 
 if TYPE_CHECKING:  # the engine's result, which fit_model completes; the engine imports this module, not back
     from optdiv.engine.result import SearchResult
@@ -248,10 +248,10 @@ def drop_members_that_do_not_fit(result: SearchResult, splits: Splits, left: flo
     (:func:`members_to_refit`; a k-fold evaluation's fit time covers k fits on (k-1)/k of the rows; a member in
     ``bagged``, whose fold pipelines are saved, needs no refit), and at least the heaviest; rescale the kept
     weights to the same total and say in ``report`` what was left out."""
-    k = max(int(np.max(splits.folds)) + 1, 2)
+    n_folds = int(np.max(splits.folds)) + 1
 
-    def predicted(obs) -> float:  # one fold's fit (a k-th of the evaluation's) grown from (k-1)/k to all rows
-        return REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds / k, k - 1, k)
+    def predicted(obs) -> float:
+        return REFIT_SAFETY * fold_refit_seconds(obs.algorithm, obs.fit_seconds, n_folds)
 
     keep = members_to_refit(result, predicted, left, free=bagged)
     n_members = len(result.member_indices)

@@ -38,3 +38,10 @@ def refit_seconds(algorithm: str, seconds: float, rows_from: float, rows_to: flo
     if rows_from <= 0 or rows_to <= 0:
         return float(seconds)
     return float(seconds) * (rows_to / rows_from) ** ROWS_EXPONENT.get(algorithm, 1.0)
+
+
+def fold_refit_seconds(algorithm: str, seconds: float, k: int) -> float:
+    """Predicted seconds of one fit on all the rows of a k-fold evaluation that took ``seconds`` for its k fits on
+    (k-1)/k of them: a k-th of it, grown to k/(k-1) times the rows."""
+    k = max(int(k), 2)
+    return refit_seconds(algorithm, seconds / k, k - 1, k)

@@ -15,7 +15,7 @@ from optdiv.budget import FINISH_SECONDS, LOAD_BYTES_PER_SECOND, Deadline
 from optdiv.core.ensemble import ensemble_selection
 from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.final.fit import REFIT_SAFETY, REFIT_WORKER_START, WORKER_REFIT_SAFETY
-from optdiv.final.refit_time import refit_seconds
+from optdiv.final.refit_time import fold_refit_seconds, refit_seconds
 
 #: Members whose refit time is reserved when the likely final members cannot be chosen (no validation targets):
 #: about as many distinct members as ensemble selection keeps.
@@ -71,8 +71,7 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
         reserve += 2 * pipelines.bytes_of(digest, [obs.index for obs in members]) / LOAD_BYTES_PER_SECOND
     if n_folds is not None:
         if digest is None:
-            k = max(n_folds, 2)
-            reserve += REFIT_SAFETY * sum(refit_seconds(obs.algorithm, obs.fit_seconds / k, k - 1, k)
+            reserve += REFIT_SAFETY * sum(fold_refit_seconds(obs.algorithm, obs.fit_seconds, n_folds)
                                           for obs in members)
     elif refit:
         each = [WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows) for obs in members]
