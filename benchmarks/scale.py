@@ -5,7 +5,8 @@ Each fit runs in a subprocess pinned to its cores (CPU affinity, which the estim
 
     python benchmarks/scale.py run --data synthetic:10000,synthetic:100000,synthetic:1000000 --cores 1,2 \\
         --seconds 200 --seeds 0 --out runs/scale
-    python benchmarks/scale.py run --data-dir ../shared/datasets --data all --cores 1,all --seconds 60 --out runs/cores
+    python benchmarks/scale.py run --data-dir ../shared/datasets --data all --cores 1,all --seconds 60 --jobs 2 \\
+        --seeds 0,1,2 --out runs/cores
     python benchmarks/scale.py report --out runs/scale
 
 ``synthetic:N`` is ``make_classification(n_samples=N, n_features=30, n_informative=12, n_redundant=6, flip_y=0.03,
@@ -14,7 +15,9 @@ records the test error (%, or MSE), the evaluations and how many failed, the wal
 peak resident memory of the driver and of its largest worker, and which algorithms were evaluated and which failed;
 ``lightgbm`` is ``LGBMClassifier()`` /
 ``LGBMRegressor()`` at their defaults on the same cores and rows. A rerun skips the fits already in
-``OUT/results.jsonl``. ``report`` writes ``OUT/table.md`` with a Wilcoxon test of the most cores against one.
+``OUT/results.jsonl``. ``--jobs 2`` runs two fits at once on disjoint cores (fewest cores first; a fit waits
+until its cores are free), so one-core fits pair up on a 2-core machine. ``report`` writes ``OUT/table.md`` with a
+Wilcoxon test of the most cores against one.
 """
 
 from __future__ import annotations
@@ -85,7 +88,8 @@ def score(task: str, y_test, pred) -> float:
 
 def fit(job: dict) -> dict:
     """One pinned fit (runs in the subprocess)."""
-    os.sched_setaffinity(0, available_cores()[: job["cores"]])  # before the libraries start their thread pools
+    cores = job.get("core_ids") or available_cores()[: job["cores"]]
+    os.sched_setaffinity(0, cores)  # before the libraries start their thread pools
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     X_train, y_train, X_test, y_test, task = load(job["data"], job["data_dir"], job["seed"])
@@ -119,10 +123,9 @@ def fit(job: dict) -> dict:
     return out
 
 
-def run(args) -> int:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    results = out / "results.jsonl"
+def pending(args) -> list:
+    """The fits still to run, fewest cores first so that --jobs can run one-core fits side by side."""
+    results = Path(args.out) / "results.jsonl"
     done = set()
     if results.exists():
         for line in results.read_text().splitlines():
@@ -132,28 +135,54 @@ def run(args) -> int:
     if names == ["all"]:
         names = sorted(p.stem for p in Path(args.data_dir).glob("*.csv"))
     options = json.loads(args.options) if args.options else {}
-    for data in names:
-        for seed in [int(s) for s in args.seeds.split(",")]:
-            for cores in parse_cores(args.cores):
+    jobs = []
+    for cores in sorted(parse_cores(args.cores)):
+        for data in names:
+            for seed in [int(s) for s in args.seeds.split(",")]:
                 for system in ("optdiv", "lightgbm"):
-                    if (data, cores, seed, system) in done:
-                        continue
-                    job = {"data": data, "data_dir": args.data_dir, "seed": seed, "cores": cores, "system": system,
-                           "seconds": args.seconds, "options": options}
-                    began = time.perf_counter()
-                    proc = subprocess.run([sys.executable, str(SCRIPT), "fit", json.dumps(job)], capture_output=True,
-                                          text=True, timeout=args.seconds * 3 + 600)
-                    try:
-                        record = json.loads(proc.stdout.strip().splitlines()[-1])
-                    except (IndexError, ValueError):
-                        record = {**job, "status": "failed", "error": proc.stderr[-2000:]}
-                    record["process_seconds"] = time.perf_counter() - began
-                    record["console_lines"] = len([ln for ln in proc.stderr.splitlines() if ln.strip()])
-                    with results.open("a") as fh:
-                        fh.write(json.dumps(record) + "\n")
-                    print(f"{data} seed {seed} {cores} cores {system}: {record.get('test_error')} "
-                          f"({record.get('evaluations')} evaluations, {record.get('failed')} failed, "
-                          f"{record.get('wall_seconds', 0):.0f} s)", file=sys.stderr, flush=True)
+                    if (data, cores, seed, system) not in done:
+                        jobs.append({"data": data, "data_dir": args.data_dir, "seed": seed, "cores": cores,
+                                     "system": system, "seconds": args.seconds, "options": options})
+    return jobs
+
+
+def run(args) -> int:
+    """Run the pending fits, up to --jobs at once on disjoint cores, in order (a fit waits for its cores)."""
+    out = Path(args.out)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    jobs, free, running = pending(args), available_cores(), []
+    while jobs or running:
+        while jobs and len(running) < args.jobs and jobs[0]["cores"] <= len(free):
+            job = jobs.pop(0)
+            job["core_ids"], free = free[: job["cores"]], free[job["cores"]:]
+            name = f"{job['data']}-{job['seed']}-{job['cores']}-{job['system']}".replace(":", "_")
+            stdout, stderr = (open(out / "logs" / f"{name}.{kind}", "w+") for kind in ("out", "err"))
+            proc = subprocess.Popen([sys.executable, str(SCRIPT), "fit", json.dumps(job)], stdout=stdout,
+                                    stderr=stderr, text=True)
+            running.append((proc, job, stdout, stderr, time.perf_counter()))
+        time.sleep(0.2)
+        for item in [r for r in running if r[0].poll() is not None
+                     or time.perf_counter() - r[4] > args.seconds * 3 + 600]:
+            proc, job, stdout, stderr, began = item
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            running.remove(item)
+            free = sorted(free + job["core_ids"])
+            stdout.seek(0), stderr.seek(0)
+            lines, errors = stdout.read().strip().splitlines(), stderr.read()
+            stdout.close(), stderr.close()
+            try:
+                record = json.loads(lines[-1])
+            except (IndexError, ValueError):
+                record = {**job, "status": "failed", "error": errors[-2000:]}
+            record["process_seconds"] = time.perf_counter() - began
+            record["console_lines"] = len([ln for ln in errors.splitlines() if ln.strip()])
+            with (out / "results.jsonl").open("a") as fh:
+                fh.write(json.dumps(record) + "\n")
+            print(f"{job['data']} seed {job['seed']} {job['cores']} cores {job['system']}: "
+                  f"{record.get('test_error')} ({record.get('evaluations')} evaluations, {record.get('failed')} "
+                  f"failed, {record.get('wall_seconds', 0):.0f} s)", file=sys.stderr, flush=True)
     return 0
 
 
@@ -215,6 +244,8 @@ def main(argv=None) -> int:
     runner.add_argument("--cores", default="1,all", help="comma-separated core counts, 'all' for every core")
     runner.add_argument("--seconds", type=float, default=120.0)
     runner.add_argument("--seeds", default="0")
+    runner.add_argument("--jobs", type=int, default=1,
+                        help="fits at once, each on its own cores (one-core fits side by side on a 2-core machine)")
     runner.add_argument("--options", help="optdiv constructor options as JSON, e.g. '{\"n_jobs\": 1}'")
     runner.add_argument("--out", default="runs/scale")
     reporter = sub.add_parser("report")

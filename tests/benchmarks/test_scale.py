@@ -72,3 +72,29 @@ def test_the_report_pairs_the_most_cores_with_one(script, tmp_path, capsys):
     assert "| d | 2 | 5.375 |" in table
     assert "2 cores against 1: lower in 3, higher in 1 of 4 (data, seed) pairs, Wilcoxon p = " in table
     assert "Fits ending more than 10 s from their budget: 2 of 8." in table
+
+
+def test_jobs_run_side_by_side_on_disjoint_cores(script, tmp_path, monkeypatch):
+    scale = script("scale")
+    monkeypatch.setattr(scale, "available_cores", lambda: [0, 1])
+    fake = tmp_path / "fake_fit.py"  # stands in for one fit: records its cores and when it ran
+    fake.write_text("import json, sys, time\n"
+                    "job = json.loads(sys.argv[2]); began = time.time(); time.sleep(1.0)\n"
+                    "print(json.dumps({**job, 'status': 'ok', 'test_error': 1.0, 'began': began, 'ended': time.time()}))\n")
+    monkeypatch.setattr(scale, "SCRIPT", fake)
+
+    class Args:
+        out, data, data_dir, cores, seeds, seconds, options, jobs = str(tmp_path / "o"), "a", "", "2,1", "0", 5.0, None, 2
+
+    assert [(j["cores"], j["system"]) for j in scale.pending(Args)] == [
+        (1, "optdiv"), (1, "lightgbm"), (2, "optdiv"), (2, "lightgbm")]  # fewest cores first
+    scale.run(Args)
+    records = [json.loads(line) for line in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    one = [r for r in records if r["cores"] == 1]
+    two = [r for r in records if r["cores"] == 2]
+    assert sorted(r["core_ids"][0] for r in one) == [0, 1]  # the two one-core fits, each on its own core
+    assert max(r["began"] for r in one) < min(r["ended"] for r in one)  # ... at the same time
+    assert all(r["core_ids"] == [0, 1] for r in two)
+    assert min(r["began"] for r in two) >= max(r["ended"] for r in one)  # a 2-core fit waits for both cores
+    assert max(r["began"] for r in two) >= min(r["ended"] for r in two)  # and has them alone
+    assert scale.pending(Args) == []  # a rerun has nothing left to do
