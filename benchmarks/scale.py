@@ -11,11 +11,10 @@ Each fit runs in a subprocess pinned to its cores (CPU affinity, which the estim
 
 ``synthetic:N`` is ``make_classification(n_samples=N, n_features=30, n_informative=12, n_redundant=6, flip_y=0.03,
 class_sep=0.8, random_state=0)``; other names are CSV files of ``--data-dir`` (last column the target). Per fit it
-records the test error (%, or MSE), the evaluations and how many failed, the wall time against the budget, and the
-peak resident memory of the driver and of its largest worker, and which algorithms were evaluated and which failed;
-``lightgbm`` is ``LGBMClassifier()`` /
-``LGBMRegressor()`` at their defaults on the same cores and rows. A rerun skips the fits already in
-``OUT/results.jsonl``. ``--jobs 2`` runs two fits at once on disjoint cores (fewest cores first; a fit waits
+records the test error (%, or MSE), the evaluations and how many failed, the wall time against the budget, the
+peak resident memory of the driver, of its largest worker and of the whole process tree at once, and which
+algorithms were evaluated and which failed; ``lightgbm`` is ``LGBMClassifier()`` / ``LGBMRegressor()`` at their
+defaults on the same cores and rows. A rerun skips the fits already in ``OUT/results.jsonl``. ``--jobs 2`` runs two fits at once on disjoint cores (fewest cores first; a fit waits
 until its cores are free), so one-core fits pair up on a 2-core machine. ``report`` writes ``OUT/table.md`` with a
 Wilcoxon test of the most cores against one.
 """
@@ -86,6 +85,31 @@ def score(task: str, y_test, pred) -> float:
     return float(np.mean((np.asarray(pred, dtype=float) - np.asarray(y_test, dtype=float)) ** 2))
 
 
+class TreePeak:
+    """The largest resident set of this process and all its descendants together, sampled every ``every`` s: the
+    memory the fit asked of the machine at once (driver, search workers and refit worker summed)."""
+
+    def __init__(self, every: float = 0.5):
+        import threading
+
+        from optdiv.evaluation.memory import resident_mb
+
+        self.peak, self._stop = 0.0, threading.Event()
+
+        def sample():
+            while not self._stop.is_set():
+                self.peak = max(self.peak, resident_mb(os.getpid()) or 0.0)
+                self._stop.wait(every)
+
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
 def fit(job: dict) -> dict:
     """One pinned fit (runs in the subprocess)."""
     cores = job.get("core_ids") or available_cores()[: job["cores"]]
@@ -105,14 +129,16 @@ def fit(job: dict) -> dict:
     from optdiv.sklearn import OptDivClassifier, OptDivRegressor
 
     cls = OptDivClassifier if task == "classification" else OptDivRegressor
+    tree = TreePeak()
     model = cls(time_budget=job["seconds"], seed=job["seed"], **job.get("options", {})).fit(X_train, y_train)
     wall = time.perf_counter() - began
+    tree_mb = tree.stop()
     history = model.result_.history
     memory = model.result_.info.get("peak_memory_mb") or {}
     out.update(wall_seconds=wall, test_error=score(task, y_test, model.predict(X_test)), evaluations=len(history),
                failed=sum(obs.status not in ("ok", "infeasible") for obs in history),
                threads=model.result_.info.get("threads"), driver_mb=memory.get("driver"),
-               worker_mb=memory.get("largest_worker"),
+               worker_mb=memory.get("largest_worker"), tree_mb=tree_mb,
                failures=sorted({(obs.error or obs.status).splitlines()[-1][:120] for obs in history
                                 if obs.status not in ("ok", "infeasible")})[:5],
                failed_algorithms=[obs.algorithm for obs in history if obs.status not in ("ok", "infeasible")],
@@ -192,7 +218,7 @@ def report(args) -> int:
     records = [json.loads(line) for line in (Path(args.out) / "results.jsonl").read_text().splitlines()]
     ok = [r for r in records if r.get("status") == "ok"]
     rows = ["| data | cores | optdiv test error | evaluations | failed | wall s (budget) | driver MB | largest worker MB "
-            "| LightGBM defaults | seeds |", "|---|---|---|---|---|---|---|---|---|---|"]
+            "| tree MB | LightGBM defaults | seeds |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(r["data"], r["cores"]) for r in ok}, key=lambda k: (k[0], k[1]))
     for data, cores in keys:
         mine = [r for r in ok if r["data"] == data and r["cores"] == cores and r["system"] == "optdiv"]
@@ -207,6 +233,7 @@ def report(args) -> int:
                     f"| {mean(r['evaluations'] for r in mine):.0f} | {mean(r['failed'] for r in mine):.1f} "
                     f"| {max(r['wall_seconds'] for r in mine):.0f} ({mine[0]['seconds']:.0f}) "
                     f"| {max(r['driver_mb'] or 0 for r in mine):.0f} | {max(r['worker_mb'] or 0 for r in mine):.0f} "
+                    f"| {max(r.get('tree_mb') or 0 for r in mine):.0f} "
                     f"| {lightgbm} | {len(mine)} |")
     lines = ["# optdiv's defaults by cores and rows", "", *rows, ""]
     cores = sorted({r["cores"] for r in ok})

@@ -47,6 +47,7 @@ def _fit_each_system(scale):
     assert mine["status"] == "ok" and 0 <= mine["test_error"] < 30 and mine["evaluations"] >= 1
     assert mine["threads"] == 1 and mine["wall_seconds"] < 25 + 15
     assert mine["driver_mb"] > 50 and mine["worker_mb"] > 10
+    assert mine["tree_mb"] >= max(mine["driver_mb"], mine["worker_mb"]) * 0.5  # sampled, so it may miss a peak
     assert 0 < mine["search_seconds"] <= mine["wall_seconds"] and mine["final_model"]["refitted"] >= 0
     assert 0 <= mine["cut"] <= mine["evaluations"] and len(mine["algorithms"]) == mine["evaluations"]
 
@@ -58,7 +59,7 @@ def test_the_report_pairs_the_most_cores_with_one(script, tmp_path, capsys):
         for cores, error in ((1, one), (2, two)):
             records.append({"data": "d", "seed": seed, "cores": cores, "system": "optdiv", "status": "ok",
                             "test_error": error, "evaluations": 10, "failed": 0, "wall_seconds": 60.0 - 12 * (seed == 0),
-                            "seconds": 60.0, "driver_mb": 100.0, "worker_mb": 200.0})
+                            "seconds": 60.0, "driver_mb": 100.0, "worker_mb": 200.0, "tree_mb": 250.0})
             records.append({"data": "d", "seed": seed, "cores": cores, "system": "lightgbm", "status": "ok",
                             "test_error": 8.0, "wall_seconds": 1.0})
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -68,7 +69,7 @@ def test_the_report_pairs_the_most_cores_with_one(script, tmp_path, capsys):
 
     scale.report(Args)
     table = (tmp_path / "table.md").read_text()
-    assert "| d | 1 | 5.750 | 10 | 0.0 | 60 (60) | 100 | 200 | 8.000 in 1 s | 4 |" in table
+    assert "| d | 1 | 5.750 | 10 | 0.0 | 60 (60) | 100 | 200 | 250 | 8.000 in 1 s | 4 |" in table
     assert "| d | 2 | 5.375 |" in table
     assert "2 cores against 1: lower in 3, higher in 1 of 4 (data, seed) pairs, Wilcoxon p = " in table
     assert "Fits ending more than 10 s from their budget: 2 of 8." in table
@@ -80,11 +81,13 @@ def test_jobs_run_side_by_side_on_disjoint_cores(script, tmp_path, monkeypatch):
     fake = tmp_path / "fake_fit.py"  # stands in for one fit: records its cores and when it ran
     fake.write_text("import json, sys, time\n"
                     "job = json.loads(sys.argv[2]); began = time.time(); time.sleep(1.0)\n"
-                    "print(json.dumps({**job, 'status': 'ok', 'test_error': 1.0, 'began': began, 'ended': time.time()}))\n")
+                    "print(json.dumps({**job, 'status': 'ok', 'test_error': 1.0, 'began': began,\n"
+                    "                  'ended': time.time()}))\n")
     monkeypatch.setattr(scale, "SCRIPT", fake)
 
     class Args:
-        out, data, data_dir, cores, seeds, seconds, options, jobs = str(tmp_path / "o"), "a", "", "2,1", "0", 5.0, None, 2
+        out, data, data_dir, cores, seeds, seconds, options = str(tmp_path / "o"), "a", "", "2,1", "0", 5.0, None
+        jobs = 2
 
     assert [(j["cores"], j["system"]) for j in scale.pending(Args)] == [
         (1, "optdiv"), (1, "lightgbm"), (2, "optdiv"), (2, "lightgbm")]  # fewest cores first
