@@ -14,9 +14,9 @@ class_sep=0.8, random_state=0)``; other names are CSV files of ``--data-dir`` (l
 records the test error (%, or MSE), the evaluations and how many failed, the wall time against the budget, the
 peak resident memory of the driver, of its largest worker and of the whole process tree at once, and which
 algorithms were evaluated and which failed; ``lightgbm`` is ``LGBMClassifier()`` / ``LGBMRegressor()`` at their
-defaults on the same cores and rows. A rerun skips the fits already in ``OUT/results.jsonl``. ``--jobs 2`` runs two fits at once on disjoint cores (fewest cores first; a fit waits
-until its cores are free), so one-core fits pair up on a 2-core machine. ``report`` writes ``OUT/table.md`` with a
-Wilcoxon test of the most cores against one.
+defaults on the same cores and rows. A rerun skips the fits already in ``OUT/results.jsonl``. ``--jobs 2`` runs
+two fits at once on disjoint cores (fewest cores first; a fit waits until its cores are free), so one-core fits pair
+up on a 2-core machine. ``report`` writes ``OUT/table.md`` with a Wilcoxon test of the most cores against one.
 """
 
 from __future__ import annotations
