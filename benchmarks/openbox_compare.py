@@ -216,12 +216,14 @@ HOST_COLUMNS = [("OpenBox alone", "openbox", "test_error"),
                 ("OpenBox + optdiv's selection, not refitted", "openbox", "optdiv_unrefitted_test_error"),
                 ("OpenBox + optdiv's final model", "openbox", "optdiv_test_error")] + [
     (f"OpenBox + {m} + optdiv's final model", m, "optdiv_test_error") for m in METHODS[1:]]
+#: The option's default (OpenBox's own search, optdiv's final model), which the diversity re-ranking is paired with.
+FINAL_COLUMN = "OpenBox + optdiv's final model"
 
 
 def host_table(records: Sequence[Dict]) -> str:
     """Per dataset the mean +- std of each HOST_COLUMNS column over the seeds every column has; then, per optdiv
     column, the pooled pairs lower / level / higher than OpenBox alone and the Wilcoxon p of the relative
-    differences (level pairs dropped)."""
+    differences (level pairs dropped), and each diversity column against :data:`FINAL_COLUMN`."""
     from optdiv.bench.stats import relative_pairs_line
 
     value = {(r["dataset"], r["seed"], r["method"], field): r.get(field, "")
@@ -250,6 +252,11 @@ def host_table(records: Sequence[Dict]) -> str:
         if pair:
             lines.append("\n" + relative_pairs_line(f"{label} vs OpenBox alone", [a for a, _ in pair],
                                                      [b for _, b in pair]))
+    final = pairs.get(FINAL_COLUMN, [])
+    for label, pair in pairs.items():  # the diversity re-ranking's own share: both sides end with the final model
+        if label != FINAL_COLUMN and label.endswith(FINAL_COLUMN[len("OpenBox + "):]) and len(pair) == len(final):
+            lines.append("\n" + relative_pairs_line(f"{label} vs {FINAL_COLUMN}", [a for a, _ in pair],
+                                                     [a for a, _ in final]))
     return "\n".join(lines)
 
 

@@ -46,13 +46,17 @@ def test_option_changes_suggestions_only_once_the_weight_is_positive(tmp_path):
     n = 14
     plain = _ask_tell(_advisor(Advisor, tmp_path), n)
     off = _ask_tell(_advisor(OptDivAdvisor, tmp_path, y_val=y_val, method=None), n)
+    default = _advisor(OptDivAdvisor, tmp_path, y_val=y_val)
+    default_configs = _ask_tell(default, n)
     # tau = 0 makes OptDivBO's weight 2 (sigmoid(0) - 0.5) = 0 at every step
-    zero = _advisor(OptDivAdvisor, tmp_path, y_val=y_val, selector_options={"tau": 0.0})
+    zero = _advisor(OptDivAdvisor, tmp_path, y_val=y_val, method="optdivbo", selector_options={"tau": 0.0})
     zero_configs = _ask_tell(zero, n)
     on = _advisor(OptDivAdvisor, tmp_path, y_val=y_val, method="optdivbo")
     on_configs = _ask_tell(on, n)
 
     assert off == plain, "with the option off the advisor must suggest exactly what OpenBox's Advisor does"
+    assert default.method is None and default_configs == plain, "the re-ranking is off unless asked for"
+    assert default.stored_predictions()[0] == list(range(n)), "off, it still keeps the predictions for the final model"
     assert zero.selections and all(s["weight"] == 0.0 for s in zero.selections)
     assert zero_configs == plain, "with w = 0 the re-ranking must keep OpenBox's choice"
     assert on_configs[:N_INIT] == plain[:N_INIT], "the initial design is OpenBox's"
@@ -123,7 +127,8 @@ def test_failed_trials_in_the_optimizer_loop(tmp_path):
     plain = OptDivOptimizer(objective, problem.make_space(), **common)
     assert type(plain.config_advisor) is Advisor, "optdiv=None must leave OpenBox's own advisor"
 
-    opt = OptDivOptimizer(objective, problem.make_space(), optdiv={"y_val": y_val, "metric": "error"}, **common)
+    opt = OptDivOptimizer(objective, problem.make_space(),
+                          optdiv={"y_val": y_val, "metric": "error", "method": "optdivbo"}, **common)
     assert isinstance(opt.config_advisor, OptDivAdvisor)
     history = opt.run()
     advisor = opt.config_advisor
@@ -283,14 +288,17 @@ def test_bad_input_is_reported(tmp_path):
     with pytest.raises(ValueError, match="class indices"):
         OptDivAdvisor(space, y_val=y_val - 0.5, output_dir=None)
     with pytest.raises(ValueError, match="does not fit"):
-        OptDivAdvisor(space, y_val=y_val, metric="mse", task="classification", output_dir=None)
+        OptDivAdvisor(space, y_val=y_val, method="optdivbo", metric="mse", task="classification", output_dir=None)
     with pytest.raises(ValueError, match="one objective"):
-        OptDivAdvisor(space, y_val=y_val, num_objectives=2, ref_point=[1, 1], output_dir=None)
+        OptDivAdvisor(space, y_val=y_val, method="optdivbo", num_objectives=2, ref_point=[1, 1], output_dir=None)
 
-    advisor = OptDivAdvisor(space, y_val=y_val, random_state=0, output_dir=None)
+    advisor = OptDivAdvisor(space, y_val=y_val, method="optdivbo", random_state=0, output_dir=None)
     config = advisor.get_suggestion()
     with pytest.raises(ValueError, match="val_pred"):
         advisor.update_observation(Observation(config, [0.1]))
+    plain = OptDivAdvisor(space, y_val=y_val, random_state=0, output_dir=None)
+    with pytest.raises(ValueError, match=r"val_pred.*y_val is given \(the final model\)"):
+        plain.update_observation(Observation(plain.get_suggestion(), [0.1]))
     with pytest.raises(ValueError, match=r"\(rows, classes\)"):
         advisor.update_observation(Observation(config, [0.1], extra_info={"val_pred": np.zeros(len(y_val))}))
     with pytest.raises(ValueError, match="rows"):
@@ -298,7 +306,7 @@ def test_bad_input_is_reported(tmp_path):
     assert len(advisor.history) == 0, "a rejected observation must not enter the history"
 
     with pytest.raises(ValueError, match="advisor_type"):
-        OptDivOptimizer(problem.objective, space, optdiv={"y_val": y_val}, advisor_type="tpe",
+        OptDivOptimizer(problem.objective, space, optdiv={"y_val": y_val, "method": "optdivbo"}, advisor_type="tpe",
                         logging_dir=str(tmp_path / "logs"))
     with pytest.raises(TypeError, match="optdiv must be"):
         OptDivOptimizer(problem.objective, space, optdiv="optdivbo", logging_dir=str(tmp_path / "logs"))
@@ -322,7 +330,7 @@ def test_metric_names_follow_the_metric_vocabulary():
              ("median_absolute_error", None, y_reg, "regression", "mae", "mae"),
              ("my_score", "regression", y_reg, "regression", "mse", "mse")]
     for metric, task, y_val, want_task, loss, kind in cases:
-        advisor = OptDivAdvisor(space, y_val=y_val, metric=metric, task=task, output_dir=None)
+        advisor = OptDivAdvisor(space, y_val=y_val, method="optdivbo", metric=metric, task=task, output_dir=None)
         assert (advisor.task, advisor.selector.metric, advisor.selector.kind) == (want_task, loss, kind), metric
     with pytest.raises(ValueError, match="does not fit a regression task"):
         OptDivAdvisor(space, y_val=y_reg, metric="roc_auc", task="regression", output_dir=None)

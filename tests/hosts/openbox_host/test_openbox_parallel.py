@@ -73,14 +73,15 @@ def test_sync_default_batches_pick_each_slot_with_the_earlier_picks_as_believers
     n = 5
     plain = _batches(SyncBatchAdvisor(problem.make_space(), **kw), n)
     off = _batches(OptDivSyncBatchAdvisor(problem.make_space(), y_val=y_val, method=None, **kw), n)
-    zero = OptDivSyncBatchAdvisor(problem.make_space(), y_val=y_val, selector_options={"tau": 0.0}, **kw)
+    zero = OptDivSyncBatchAdvisor(problem.make_space(), y_val=y_val, method="optdivbo", selector_options={"tau": 0.0},
+                                  **kw)
     zero_batches = _batches(zero, n)
     assert off == plain, "with the option off the batches must be OpenBox's"
     assert zero.selections and all(s["weight"] == 0.0 for s in zero.selections)
     assert zero_batches == plain, "with w = 0 every slot must keep OpenBox's pick (rand_prob included)"
 
     space = problem.make_space()
-    on = OptDivSyncBatchAdvisor(space, y_val=y_val, rand_prob=0.0, **kw)
+    on = OptDivSyncBatchAdvisor(space, y_val=y_val, method="optdivbo", rand_prob=0.0, **kw)
     seen, ranked_batches = set(), 0
     for _ in range(n):
         before = len(on.selections)
@@ -114,11 +115,12 @@ def test_sync_median_imputation_keeps_openbox_imputation_and_adds_believers(tmp_
     kw = _batch_kwargs(tmp_path, "median", batch_strategy="median_imputation")
     n = 4
     plain = _batches(SyncBatchAdvisor(problem.make_space(), **kw), n)
-    zero = OptDivSyncBatchAdvisor(problem.make_space(), y_val=y_val, selector_options={"tau": 0.0}, **kw)
+    zero = OptDivSyncBatchAdvisor(problem.make_space(), y_val=y_val, method="optdivbo", selector_options={"tau": 0.0},
+                                  **kw)
     assert _batches(zero, n) == plain, "with w = 0 OpenBox's median-imputation batches must stand"
 
     space = problem.make_space()
-    on = OptDivSyncBatchAdvisor(space, y_val=y_val, rand_prob=0.0, **kw)
+    on = OptDivSyncBatchAdvisor(space, y_val=y_val, method="optdivbo", rand_prob=0.0, **kw)
     _batches(on, n - 1)
     before = len(on.selections)
     configs = on.get_suggestions()
@@ -141,11 +143,12 @@ def test_async_suggestions_see_the_running_configurations(tmp_path):
     kw = _batch_kwargs(tmp_path, "async")
     n = 10
     plain = _async(AsyncBatchAdvisor(problem.make_space(), **kw), n)
-    zero = OptDivAsyncBatchAdvisor(problem.make_space(), y_val=y_val, selector_options={"tau": 0.0}, **kw)
+    zero = OptDivAsyncBatchAdvisor(problem.make_space(), y_val=y_val, method="optdivbo", selector_options={"tau": 0.0},
+                                   **kw)
     assert _async(zero, n) == plain, "with w = 0 the async suggestions must be OpenBox's"
 
     space = problem.make_space()
-    on = OptDivAsyncBatchAdvisor(space, y_val=y_val, rand_prob=0.0, **kw)
+    on = OptDivAsyncBatchAdvisor(space, y_val=y_val, method="optdivbo", rand_prob=0.0, **kw)
     checked, done = [], [0]
 
     def check(config, running):
@@ -186,7 +189,8 @@ def test_parallel_optimizer_on_an_openbox_space_ends_with_an_ensemble(tmp_path, 
     plain = OptDivParallelOptimizer(problem.worker_objective, space, **common)
     assert type(plain.config_advisor) is (SyncBatchAdvisor if strategy == "sync" else AsyncBatchAdvisor)
 
-    opt = OptDivParallelOptimizer(problem.worker_objective, space, optdiv={"y_val": y_val, "metric": "error"},
+    opt = OptDivParallelOptimizer(problem.worker_objective, space,
+                                  optdiv={"y_val": y_val, "metric": "error", "method": "optdivbo"},
                                   **common)
     advisor = opt.config_advisor
     assert type(advisor) is (OptDivSyncBatchAdvisor if strategy == "sync" else OptDivAsyncBatchAdvisor)
@@ -224,11 +228,11 @@ def test_constraints_reach_openbox_and_infeasible_runs_stay_out(tmp_path):
         return out
 
     plain = ask_tell(Advisor(problem.make_space(), **kw))
-    zero = OptDivAdvisor(problem.make_space(), y_val=y_val, selector_options={"tau": 0.0}, **kw)
+    zero = OptDivAdvisor(problem.make_space(), y_val=y_val, method="optdivbo", selector_options={"tau": 0.0}, **kw)
     assert ask_tell(zero) == plain, "with w = 0 the order must be OpenBox's constrained EI order"
     assert zero.selections
 
-    on = OptDivAdvisor(problem.make_space(), y_val=y_val, **kw)
+    on = OptDivAdvisor(problem.make_space(), y_val=y_val, method="optdivbo", **kw)
     assert on.acq_type == "eic" and len(on.constraint_models) == 1, "OpenBox's constrained EI must run"
     ask_tell(on)
     constraints = on.history.get_constraints(transform="none")
@@ -249,7 +253,7 @@ def test_regression_through_the_advisor(tmp_path):
     y_val = problem.regression_data()[3]
     opt = OptDivOptimizer(problem.regression_objective, problem.make_regression_space(), max_runs=12,
                           initial_runs=N_INIT, random_state=SEED, logging_dir=str(tmp_path / "logs"),
-                          task_id="regression", optdiv={"y_val": y_val, "metric": "mse"})
+                          task_id="regression", optdiv={"y_val": y_val, "metric": "mse", "method": "optdivbo"})
     history = opt.run()
     advisor = opt.config_advisor
     assert (advisor.task, advisor.selector.metric) == ("regression", "mse")
@@ -274,7 +278,8 @@ def test_regression_through_the_advisor(tmp_path):
     with pytest.raises(AttributeError, match="classification"):
         model.predict_proba(X_test)
 
-    mae = OptDivAdvisor(problem.make_regression_space(), y_val=y_val, metric="mae", initial_trials=N_INIT,
+    mae = OptDivAdvisor(problem.make_regression_space(), y_val=y_val, method="optdivbo", metric="mae",
+                        initial_trials=N_INIT,
                         random_state=SEED, output_dir=str(tmp_path / "logs"), task_id="regression_mae")
     for _ in range(8):
         config = mae.get_suggestion()
@@ -305,7 +310,7 @@ def test_changed_openbox_internals_fail_loudly(tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         m.delattr(Advisor, "_get_bo_candidates")
         with pytest.raises(HostVersionError, match=r"(?s)written for OpenBox 0\.9\.0.*_get_bo_candidates"):
-            OptDivAdvisor(space, y_val=y_val, output_dir=None)
+            OptDivAdvisor(space, y_val=y_val, method="optdivbo", output_dir=None)
         OptDivAdvisor(space, y_val=y_val, method=None, output_dir=None)  # off: nothing of OpenBox is relied on
 
     with monkeypatch.context() as m:
@@ -316,10 +321,11 @@ def test_changed_openbox_internals_fail_loudly(tmp_path, monkeypatch):
         with pytest.raises(HostVersionError, match="SyncBatchAdvisor.get_suggestions no longer uses "
                                                    "_get_bo_candidates"):
             OptDivParallelOptimizer(problem.objective, space, parallel_strategy="sync", batch_size=2,
-                                    logging_dir=str(tmp_path / "logs"), optdiv={"y_val": y_val})
+                                    logging_dir=str(tmp_path / "logs"), optdiv={"y_val": y_val, "method": "optdivbo"})
 
     # at run time: an acquisition maximiser that returns something else stops the search
-    advisor = OptDivAdvisor(space, y_val=y_val, initial_trials=N_INIT, rand_prob=0.0, random_state=SEED,
+    advisor = OptDivAdvisor(space, y_val=y_val, method="optdivbo", initial_trials=N_INIT, rand_prob=0.0,
+                            random_state=SEED,
                             output_dir=None)
     for _ in range(N_INIT):
         config = advisor.get_suggestion()
@@ -339,9 +345,9 @@ def test_batch_strategies_that_bypass_the_candidate_list_are_refused(tmp_path):
                           (OptDivSyncBatchAdvisor, "reoptimization"),
                           (OptDivAsyncBatchAdvisor, "local_penalization")):
         with pytest.raises(ValueError, match=f"batch_strategy='{strategy}'"):
-            cls(space, y_val=y_val, batch_strategy=strategy, output_dir=None)
+            cls(space, y_val=y_val, method="optdivbo", batch_strategy=strategy, output_dir=None)
         cls(space, y_val=y_val, method=None, batch_strategy=strategy, output_dir=None)  # off: OpenBox's own
     with pytest.raises(TypeError, match="OptDivAsyncBatchAdvisor"):
         OptDivParallelOptimizer(problem.objective, space, parallel_strategy="async", batch_size=2,
                                 logging_dir=str(tmp_path / "logs"),
-                                optdiv=OptDivSyncBatchAdvisor(space, y_val=y_val, output_dir=None))
+                                optdiv=OptDivSyncBatchAdvisor(space, y_val=y_val, method="optdivbo", output_dir=None))
