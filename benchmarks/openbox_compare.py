@@ -212,12 +212,12 @@ def summarise(records: Sequence[Dict]) -> str:
 
 #: (column label, method, record field) of the host table: OpenBox alone, its search with optdiv's final model,
 #: and each diversity arm with optdiv's final model (OpenBox + optdiv as a user switches it on).
-HOST_COLUMNS = [("OpenBox alone", "openbox", "test_error"),
-                ("OpenBox + optdiv's selection, not refitted", "openbox", "optdiv_unrefitted_test_error"),
-                ("OpenBox + optdiv's final model", "openbox", "optdiv_test_error")] + [
-    (f"OpenBox + {m} + optdiv's final model", m, "optdiv_test_error") for m in METHODS[1:]]
 #: The option's default (OpenBox's own search, optdiv's final model), which the diversity re-ranking is paired with.
 FINAL_COLUMN = "OpenBox + optdiv's final model"
+HOST_COLUMNS = [("OpenBox alone", "openbox", "test_error"),
+                ("OpenBox + optdiv's selection, not refitted", "openbox", "optdiv_unrefitted_test_error"),
+                (FINAL_COLUMN, "openbox", "optdiv_test_error")] + [
+    (f"OpenBox + {m} + optdiv's final model", m, "optdiv_test_error") for m in METHODS[1:]]
 
 
 def host_table(records: Sequence[Dict]) -> str:
@@ -253,9 +253,9 @@ def host_table(records: Sequence[Dict]) -> str:
             lines.append("\n" + relative_pairs_line(f"{label} vs OpenBox alone", [a for a, _ in pair],
                                                      [b for _, b in pair]))
     final = pairs.get(FINAL_COLUMN, [])
-    for label, pair in pairs.items():  # the diversity re-ranking's own share: both sides end with the final model
-        if label != FINAL_COLUMN and label.endswith(FINAL_COLUMN[len("OpenBox + "):]) and len(pair) == len(final):
-            lines.append("\n" + relative_pairs_line(f"{label} vs {FINAL_COLUMN}", [a for a, _ in pair],
+    for label, method, _ in columns:  # the diversity re-ranking's own share: both sides end with the final model
+        if method != "openbox" and pairs[label] and len(pairs[label]) == len(final):
+            lines.append("\n" + relative_pairs_line(f"{label} vs {FINAL_COLUMN}", [a for a, _ in pairs[label]],
                                                      [a for a, _ in final]))
     return "\n".join(lines)
 

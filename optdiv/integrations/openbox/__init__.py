@@ -6,8 +6,8 @@ Everything of OpenBox stays: its space (``openbox.space.Space`` or ConfigSpace),
 (``rand_prob``), batch strategies, history and the ask/tell, ``Optimizer`` and ``ParallelOptimizer`` loops.
 By default the advisor only keeps each trial's validation predictions for :func:`final_ensemble` (the diversity
 re-ranking was measured level with OpenBox's own search once both end with optdiv's final model). With
-``method="optdivbo"`` (or ``"divbo"``) it changes one step: OpenBox's maximiser returns its candidate list (about 5,000 configurations
-sorted by EI); the advisor re-orders that list with the core's
+``method="optdivbo"`` (or ``"divbo"``) it changes one step: OpenBox's maximiser returns its candidate list (about
+5,000 configurations sorted by EI); the advisor re-orders that list with the core's
 :class:`~optdiv.core.selector.DiversityAwareSelector` (EI rank + w(t) * diversity rank) before OpenBox
 takes the first configuration it has not evaluated yet::
 
