@@ -53,6 +53,25 @@ class Deadline:
         return Deadline(self.end - max(0.0, float(seconds)))
 
 
+#: The most evaluations of a search given no time budget, unless told otherwise (the papers' protocol).
+DEFAULT_EVALUATIONS = 50
+
+
+def resolve_budget(budget, time_budget: Optional[float]) -> Optional[int]:
+    """The most evaluations of a search: ``"auto"`` is no cap under a time budget (the clock ends the search, so a
+    fast machine or small data is not left idle) and :data:`DEFAULT_EVALUATIONS` without one; a number is checked
+    and kept; None is no cap."""
+    if isinstance(budget, str):
+        if budget != "auto":
+            raise ValueError(f"budget must be a number of evaluations, None or 'auto'; got {budget!r}")
+        return None if time_budget is not None else DEFAULT_EVALUATIONS
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or int(budget) != budget or budget < 1:
+        raise ValueError(f"budget must be at least 1 evaluation; got {budget!r}")
+    return int(budget)
+
+
 #: One evaluation's limit (each fold's, under cross-validation) without a time budget.
 DEFAULT_TIME_LIMIT = 120.0
 

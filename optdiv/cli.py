@@ -29,6 +29,7 @@ def _auto_or(convert, expected: str, valid=None, invalid: str = ""):
     return parse
 
 
+_evaluations = _auto_or(int, "a number of evaluations or 'auto'", lambda n: n >= 1, "the budget is at least 1 evaluation")
 _bags = _auto_or(int, "a number of bags or 'auto'", lambda n: n >= 0, "the number of bags cannot be negative")
 _seconds_or_auto = _auto_or(float, "seconds or 'auto'", lambda s: s > 0, "the time limit must be positive")
 _folds = _auto_or(lambda text: None if text == "none" else int(text), "a number of folds, 'auto' or 'none'")
@@ -80,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "one of them (accuracy, cross_entropy, rmse, r2, ...)")
     run.add_argument("--method", help="optdivbo, divbo, bo-es, rb-es, ... (`optdiv methods` lists all)")
     run.add_argument("--space", help="autosklearn or autogluon")
-    run.add_argument("--budget", type=int, help="number of evaluations")
+    run.add_argument("--budget", type=_evaluations, metavar="N|auto",
+                     help="the most evaluations of the search; auto (default): as many as --time-budget allows, "
+                          "50 without a time budget")
     run.add_argument("--time-budget", type=float,
                      help="wall-time budget in seconds of the whole run: loading, search, final model and saving")
     run.add_argument("--time-limit", type=_seconds_or_auto, metavar="SECONDS|auto",

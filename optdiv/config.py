@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
-from optdiv.budget import DEFAULT_TIME_LIMIT, resolve_time_limit
+from optdiv.budget import DEFAULT_EVALUATIONS, DEFAULT_TIME_LIMIT, resolve_budget, resolve_time_limit
 from optdiv.data import resolve_search_rows
 from optdiv.core.agnostic_bayes import SAMPLERS
 from optdiv.core.pool import POOL_BUILDERS
@@ -43,7 +43,7 @@ class RunConfig:
     method: str = "optdivbo"
     metric: Optional[str] = None
     space: Any = "autosklearn"  # a built-in space's name or a SearchSpace
-    budget: Optional[int] = 50  # evaluations
+    budget: Union[int, str, None] = DEFAULT_EVALUATIONS  # evaluations ("auto": unbounded under a time budget)
     time_budget: Optional[float] = None  # seconds for the whole call, final model included
     time_limit: Union[float, str] = DEFAULT_TIME_LIMIT  # seconds per evaluation (per fold under cv), or "auto"
     seed: int = 0
@@ -72,8 +72,7 @@ class RunConfig:
     def __post_init__(self):
         """Check every option on its own (a ValueError names the option and what it takes)."""
         get_method(self.method)  # an unknown method name is refused with the known ones
-        if self.budget is not None and self.budget < 1:
-            raise ValueError("budget must be at least 1 evaluation")
+        resolve_budget(self.budget, self.time_budget)  # a number of evaluations, None or "auto"
         if self.time_budget is not None and not self.time_budget > 0:
             raise ValueError(f"time_budget must be positive; got {self.time_budget}")
         resolve_time_limit(self.time_limit, self.time_budget)  # "auto" or a positive number of seconds
@@ -159,6 +158,10 @@ class RunConfig:
             out["portfolio"] = str(portfolio) if isinstance(portfolio, (str, Path)) else [dict(c) for c in portfolio]
         return out
 
+    def evaluations(self) -> Optional[int]:
+        """The most evaluations of the search (None: as many as the time budget allows)."""
+        return resolve_budget(self.budget, self.time_budget)
+
     def evaluation_threads(self, rows: Optional[int] = None) -> int:
         """Threads of one evaluation on ``rows`` training rows: the run's cores (``n_jobs``), shared out among a local
         Dask cluster's workers; one on an existing cluster, whose workers' own threads are its parallelism, and one
@@ -173,6 +176,6 @@ _ALWAYS_STORED = ("method", "metric", "space", "budget", "time_limit", "ensemble
                   "vote", "pool")
 
 #: Where :meth:`RunConfig.product` departs from the papers' protocol.
-PRODUCT_DEFAULTS: Dict[str, Any] = {"time_limit": "auto", "cv": "auto", "portfolio": "auto", "refit": True,
+PRODUCT_DEFAULTS: Dict[str, Any] = {"budget": "auto", "time_limit": "auto", "cv": "auto", "portfolio": "auto", "refit": True,
                                     "ensemble_loss": "auto", "ensemble_bags": "auto", "n_jobs": -1,
                                     "search_rows": "auto", "memory_limit_mb": "auto"}

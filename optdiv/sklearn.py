@@ -12,6 +12,8 @@ the pipelines fitted during the search, loaded rather than refitted; ``refit=Tru
 them on train+validation, heaviest weight first, as far as the refits are predicted to fit in the time left; the
 others stay fitted on the training part and ``result_.info["final_model"]["refit_skipped"]`` says how many.
 ``fit`` ends within a few seconds of the budget (at most max(5 %, 10 s) over it in the benchmarks/time_budget.py runs).
+``budget="auto"`` (the default) lets the time budget alone end the search, and caps it at 50 evaluations when there
+is no time budget; a number caps the evaluations under a time budget too.
 
 ``cv=K`` evaluates every configuration by K-fold cross-validation over all the rows given (out-of-fold
 validation predictions: far more rows for choosing the ensemble on small data), and the final members are
@@ -85,7 +87,7 @@ class _OptDivEstimator(BaseEstimator):
         method: str = _PRODUCT.method,
         space=_PRODUCT.space,
         metric: Optional[str] = _PRODUCT.metric,
-        budget: Optional[int] = _PRODUCT.budget,
+        budget: Union[int, str, None] = _PRODUCT.budget,
         time_budget: Optional[float] = _PRODUCT.time_budget,
         time_limit=_PRODUCT.time_limit,
         ensemble: str = _PRODUCT.ensemble,

@@ -89,3 +89,16 @@ def test_run_bad_input_gives_one_clear_error(tmp_path, args, message):
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_run_budget_flag_takes_a_count_or_auto():
+    from optdiv.cli import build_parser, run_config_from_args
+
+    def config(*flags):
+        return run_config_from_args(build_parser().parse_args(["run", "--data", "x.csv", *flags]))
+
+    assert config("--time-budget", "60").evaluations() is None  # the default: the clock ends the search
+    assert config("--time-budget", "60", "--budget", "40").evaluations() == 40
+    assert config("--budget", "auto").evaluations() == 50
+    with pytest.raises(SystemExit):
+        config("--budget", "0")

@@ -123,7 +123,7 @@ def search(
         store.save_targets(prepared.splits.y_val)  # the targets every stored prediction is scored on, for reading back
         outcome = search_loop(
             prepared.strategy, prepared.runner, prepared.history, y_val=prepared.splits.y_val, space=prepared.space,
-            seed=c.seed, loss=prepared.loss, budget=c.budget, predictor=prepared.predictor, store=store,
+            seed=c.seed, loss=prepared.loss, budget=c.evaluations(), predictor=prepared.predictor, store=store,
             time_left=prepared.time_left, run_left=prepared.run_left, fill_in=candidates is None,
             constraints=prepared.constraints, progress=progress, on_finished=prepared.finished)
         return finish(prepared, outcome, classes, columns)
@@ -192,7 +192,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     load the stored history and set the deadline: a stored run that cannot continue this way is refused before a
     worker starts. (Each option alone was checked when ``config`` was made.)"""
     c = config
-    method, metric, space, budget, time_budget, seed = c.method, c.metric, c.space, c.budget, c.time_budget, c.seed
+    method, metric, space, budget, time_budget, seed = c.method, c.metric, c.space, c.evaluations(), c.time_budget, c.seed
     ensemble_size, ensemble_loss, ensemble_bags = c.ensemble_size, c.ensemble_loss, c.ensemble_bags
     pool, cv, portfolio, cost_aware, optimizer_options = c.pool, c.cv, c.portfolio, c.cost_aware, c.optimizer_options
     if evaluator is not None and (cv is not None or (getattr(splits, "folds", None) is not None

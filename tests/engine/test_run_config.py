@@ -154,6 +154,16 @@ def test_the_command_line_python_run_and_the_estimators_search_with_the_same_def
     assert RunConfig.product(refit=False).refit is False
 
 
+def test_the_products_evaluation_budget_is_the_time_budget_when_one_is_given():
+    # a time budget alone ends the product's search (no cap of 50 left idle time on small data); without one the
+    # papers' 50 evaluations stay, and a number given caps the search under a time budget too
+    product = RunConfig.product()
+    assert product.budget == "auto" and product.evaluations() == 50
+    assert RunConfig.product(time_budget=60).evaluations() is None
+    assert RunConfig.product(time_budget=60, budget=80).evaluations() == 80
+    assert RunConfig(time_budget=60).evaluations() == 50  # the papers' protocol keeps its count
+
+
 def test_optdiv_run_and_the_command_line_make_the_same_search(tmp_path):
     from optdiv.cli import main
 
@@ -172,6 +182,7 @@ def test_optdiv_run_and_the_command_line_make_the_same_search(tmp_path):
 @pytest.mark.parametrize("option,value,match", [
     ("method", "smac", "unknown method 'smac'"),
     ("budget", 0, "budget must be at least 1"),
+    ("budget", "many", "budget must be a number of evaluations, None or 'auto'"),
     ("time_budget", 0, "time_budget must be positive"),
     ("time_limit", "soon", "time_limit must be a number of seconds or 'auto'"),
     ("time_limit", -1, "time_limit must be positive"),

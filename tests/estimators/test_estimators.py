@@ -145,3 +145,10 @@ def test_members_whose_final_fit_fails_are_left_out_with_their_weight_rescaled()
     with pytest.raises(RuntimeError, match="could not be fitted"):  # nothing left to predict with
         leave_out_failed_members(SimpleNamespace(member_indices=[4], weights=np.array([1.0]), stacker=None),
                                   [(0, 4, "ValueError: overflow")], {})
+
+
+def test_a_time_budget_alone_ends_the_estimators_search():
+    # the default evaluation budget gives way to a time budget (a cap of 50 left most of a minute idle on small data)
+    assert OptDivClassifier(time_budget=60).run_config().evaluations() is None
+    assert OptDivRegressor(time_budget=60, budget=80).run_config().evaluations() == 80
+    assert OptDivClassifier().run_config().evaluations() == 50
