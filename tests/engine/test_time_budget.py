@@ -378,3 +378,78 @@ def test_the_search_starts_the_refit_worker_and_reserves_the_likely_members_refi
     # each refit alone over the cap: none will happen, so none is kept time for
     assert finish_reserve(members, None, None, True, None, started=True, rows=(50_000, 800_000),
                           refits_cap=40.0) == pytest.approx(FINISH_SECONDS)
+
+
+def _beside_refitter(result, splits, seconds=600.0):
+    import pandas as pd
+
+    from optdiv.final.fit import Refitter
+
+    X_all = pd.concat([splits.X_train, splits.X_val], axis=0)
+    y_all = np.concatenate([splits.y_train, splits.y_val])
+    refitter = Refitter(result.space, X_all, y_all, "classification", 2, 2, result.pipelines,
+                        Deadline(time.perf_counter() + seconds), beside=True)
+    refitter.evaluator.start()
+    return refitter
+
+
+def test_a_member_refitted_beside_the_search_is_loaded_at_the_end_not_refitted_again(cls_splits):
+    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=8, seed=2)
+    members = [result.history[i] for i in result.member_indices]
+    refitter = _beside_refitter(result, cls_splits)
+    assert refitter.refit_beside(members, lambda obs: 1.0) == members[0].index
+    assert refitter.refit_beside(members, lambda obs: 1.0) is None  # one refit at a time
+    refitter._running[1].join(60)
+    assert refitter.refitted() == {members[0].index}
+    sent = refitter.evaluator._task_counter
+    result.refitter = refitter
+    model = fit_model(result, result.space, cls_splits, "classification", [0, 1], None, 2, refit=True,
+                      deadline=Deadline(time.perf_counter() + 120))
+    final = result.info["final_model"]
+    assert final["refitted_beside_search"] == 1 and final["rows"] == "train+validation"
+    # the member refitted beside the search was loaded: only the others were sent to the worker
+    assert refitter.evaluator._task_counter - sent == len(members) - 1
+    assert all(m["rows"] == "train+validation" for m in model.info)
+
+
+def test_a_refit_beside_the_search_that_is_not_a_member_is_stopped_when_the_search_ends(cls_splits):
+    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=6, seed=2)
+    refitter = _beside_refitter(result, cls_splits)
+    slow = Observation(config={"algorithm": "slow"}, index=999, val_loss=0.1, status="ok", fit_seconds=1.0)
+    assert refitter.refit_beside([slow], lambda obs: 1.0) == 999
+    assert refitter.refit_beside([slow], lambda obs: 1.0) is None  # busy (and tried already)
+    began = time.perf_counter()
+    refitter.settle(result.member_indices)  # the slow one (a 30 s fit) is not a member: stopped, not awaited
+    assert time.perf_counter() - began < KILL_GRACE + 6.0
+    assert 999 not in refitter.refitted() and refitter.outcomes[999] is not None
+    member = result.history[result.member_indices[0]]
+    pipe, error = refitter.fit(member)  # a fresh worker takes the final refits
+    assert error is None and pipe is not None
+    refitter.close()
+
+
+def test_a_refit_beside_the_search_starts_only_when_the_most_wanted_member_fits_before_the_deadline(cls_splits):
+    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=6, seed=2)
+    refitter = _beside_refitter(result, cls_splits, seconds=FINISH_SECONDS + 5.0)
+    members = [result.history[i] for i in result.member_indices]
+    assert refitter.refit_beside(members, lambda obs: 60.0) is None
+    assert refitter.refitted() == set()
+    refitter.close()
+
+
+def test_a_search_with_a_spare_core_refits_its_likely_members_while_it_runs(cls_splits, monkeypatch):
+    import optdiv.evaluation.threads as threads
+
+    monkeypatch.setattr(threads, "available_cores", lambda: 2)
+    began = time.perf_counter()
+    result = search(cls_splits, "classification", n_classes=2, classes=[0, 1], method="rs-es",
+                    space=timed_space(with_slow=False), budget=None, time_budget=25.0, refit=True, n_jobs=2, seed=0,
+                    started=began)
+    final = result.info["final_model"]
+    assert final["refitted_beside_search"] >= 1
+    on_all = sum(m["rows"] == "train+validation" for m in result.model.info)
+    assert on_all >= final["refitted_beside_search"]  # each member refitted beside the search is on every row
+    assert time.perf_counter() - began < 25.0 + 3.0
