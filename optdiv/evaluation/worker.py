@@ -132,9 +132,12 @@ def _serve(conn, held: list) -> None:
         def report_fold(fold: int, part: np.ndarray, task_id=task_id) -> None:
             conn.send((task_id, {"progress": True, "fold": fold, "val_part": part}))
 
+        _forget_peak()  # each evaluation's peak is its own: which configurations need the memory shows per run
         result = fit_predict(build, splits, task, n_classes, seed, config, on_fold=report_fold,
                              save_to=save_to, fit_seconds=fit_seconds, rounds=rounds)
         result["peak_mb"] = own_peak_mb()  # the driver keeps the largest (optdiv.evaluation.memory)
+        if result["peak_mb"] is not None:
+            result.setdefault("measures", {})["peak_mb"] = result["peak_mb"]
         try:
             conn.send((task_id, result))
         except (EOFError, OSError, BrokenPipeError):

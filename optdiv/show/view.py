@@ -154,7 +154,9 @@ def _checked_targets(y_val, history: List[Observation], notes: List[str]) -> Opt
 # -- leaderboard ---------------------------------------------------------------------------------------------------
 
 def leaderboard(view: RunView):
-    """One row per evaluation, best validation loss first: index, algorithm, status, val_loss, fit_seconds, weight.
+    """One row per evaluation, best validation loss first: index, algorithm, status, val_loss, fit_seconds, peak_mb
+    (the evaluation's own peak resident set; NaN where it was not measured: in process, or a run of an older
+    version), weight.
 
     ``val_loss`` is NaN for a failed or timed-out evaluation (the loss it is recorded with is a stand-in, not a
     measurement); ``weight`` is the final ensemble's weight (0 for the others), NaN for every row while the run has
@@ -166,10 +168,11 @@ def leaderboard(view: RunView):
         weights[id(obs)] += weight
     rows = [{"index": obs.index, "algorithm": obs.algorithm, "status": obs.status,
              "val_loss": obs.val_loss if obs.status in ("ok", "infeasible") else float("nan"),
-             "fit_seconds": obs.fit_seconds,
+             "fit_seconds": obs.fit_seconds, "peak_mb": (obs.measures or {}).get("peak_mb", float("nan")),
              "weight": weights.get(id(obs), 0.0) if view.finished else float("nan")}
             for obs in view.history]
-    frame = pd.DataFrame(rows, columns=["index", "algorithm", "status", "val_loss", "fit_seconds", "weight"])
+    frame = pd.DataFrame(rows, columns=["index", "algorithm", "status", "val_loss", "fit_seconds", "peak_mb",
+                                       "weight"])
     return frame.sort_values(["val_loss", "index"], na_position="last", kind="mergesort").reset_index(drop=True)
 
 

@@ -13,6 +13,7 @@ from sklearn.pipeline import Pipeline
 from optdiv.core.metrics import mean_loss
 from optdiv.data import load_dataset, make_preprocessor, split
 from optdiv.evaluation.evaluator import Evaluator
+from optdiv.evaluation.memory import peak_memory_mb
 from optdiv.evaluation.observation import WORST_LOSS, Observation, worst_loss
 
 
@@ -161,6 +162,17 @@ def test_memory_limit_ends_a_worker_whose_resident_set_passes_it():
         assert untouched.status == "ok", "an address space never touched must not count against the limit"
         small = ev.evaluate({"algorithm": "grower", "mb": 100, "hold": 0.5}, index=2)
         assert small.status == "ok" and ev.worker_starts == 2  # replaced once, after the first evaluation
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the resident set is read from /proc on Linux")
+def test_each_evaluation_records_its_own_peak_memory():
+    s = split(load_dataset("sklearn:breast_cancer"), seed=0)
+    with Evaluator(builders.by_name, s, "classification", "error", time_limit=60) as ev:
+        big = ev.evaluate({"algorithm": "grower", "mb": 400, "hold": 0.1}, index=0)
+        small = ev.evaluate({"algorithm": "majority"}, index=1)  # the same worker, after the big one
+    assert big.ok and small.ok
+    assert big.measures["peak_mb"] > small.measures["peak_mb"] + 300  # the second's peak starts afresh
+    assert peak_memory_mb()["largest_worker"] >= big.measures["peak_mb"]
 
 
 def test_memory_limit_auto_follows_the_data_and_the_machine(monkeypatch):

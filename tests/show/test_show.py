@@ -87,7 +87,7 @@ def test_show_a_finished_run_prints_every_evaluation_and_writes_every_figure(fin
     assert "ensemble_diversity.png" in out and "note:" not in out
 
     frame = leaderboard(read_run(finished))
-    assert list(frame.columns) == ["index", "algorithm", "status", "val_loss", "fit_seconds", "weight"]
+    assert list(frame.columns) == ["index", "algorithm", "status", "val_loss", "fit_seconds", "peak_mb", "weight"]
     assert sorted(frame["index"]) == [obs.index for obs in logged]
     assert frame["weight"].sum() == pytest.approx(1.0)
     by_index = frame.set_index("index")["weight"]
