@@ -211,6 +211,7 @@ def format_leaderboard(view: RunView, frame=None, top: Optional[int] = None) -> 
 
     text = shown.assign(val_loss=shown["val_loss"].map(number("{:.5g}", "-")),
                         fit_seconds=shown["fit_seconds"].map(number("{:.2f}", "-")),
+                        peak_mb=shown["peak_mb"].map(number("{:.0f}", "-")),
                         weight=shown["weight"].map(number("{:.3f}", ""))).to_string(index=False)
     more = f"\n... {len(frame) - len(shown)} more (all: without --top)" if len(shown) < len(frame) else ""
     return f"{summary_line(view)}\n{text}{more}"

@@ -49,7 +49,7 @@ def _killed_copy(finished, destination):
 
 
 def _printed_rows(text):
-    """The leaderboard's rows as printed: index -> (algorithm, status, weight text or '')."""
+    """The leaderboard's rows as printed: index -> (algorithm, status, weight text or '', peak MB text)."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.split()[:3] == ["index", "algorithm", "status"]) + 1
     rows = {}
@@ -57,7 +57,7 @@ def _printed_rows(text):
         parts = line.split()
         if not parts or not parts[0].isdigit():
             break
-        rows[int(parts[0])] = (parts[1], parts[2], parts[5] if len(parts) > 5 else "")
+        rows[int(parts[0])] = (parts[1], parts[2], parts[6] if len(parts) > 6 else "", parts[5])
     return rows
 
 
@@ -82,6 +82,7 @@ def test_show_a_finished_run_prints_every_evaluation_and_writes_every_figure(fin
     result = json.loads((finished / "result.json").read_text())
     members = {logged[m["index"]].index: m["weight"] for m in result["ensemble"]}
     assert {i for i, row in rows.items() if row[2]} == set(members)
+    assert all(float(row[3]) > 0 for row in rows.values() if row[1] == "ok")  # each evaluation's own peak
     assert f"final ensemble of {len(members)}" in out
     _assert_pngs(figures, FIGURES.values())
     assert "ensemble_diversity.png" in out and "note:" not in out
