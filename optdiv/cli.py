@@ -29,7 +29,8 @@ def _auto_or(convert, expected: str, valid=None, invalid: str = ""):
     return parse
 
 
-_evaluations = _auto_or(int, "a number of evaluations or 'auto'", lambda n: n >= 1, "the budget is at least 1 evaluation")
+_evaluations = _auto_or(int, "a number of evaluations or 'auto'", lambda n: n >= 1,
+                        "the budget is at least 1 evaluation")
 _bags = _auto_or(int, "a number of bags or 'auto'", lambda n: n >= 0, "the number of bags cannot be negative")
 _seconds_or_auto = _auto_or(float, "seconds or 'auto'", lambda s: s > 0, "the time limit must be positive")
 _folds = _auto_or(lambda text: None if text == "none" else int(text), "a number of folds, 'auto' or 'none'")

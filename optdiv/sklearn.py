@@ -223,7 +223,8 @@ class _OptDivEstimator(BaseEstimator):
 
     def leaderboard(self):
         """Every evaluation, best validation loss first: index, algorithm, status, val_loss (NaN for a failure),
-        fit_seconds, its own peak memory (peak_mb) and the final ensemble's weight (0 outside it), as a pandas DataFrame."""
+        fit_seconds, its own peak memory (peak_mb) and the final ensemble's weight (0 outside it), as a pandas
+        DataFrame."""
         from optdiv.show.view import leaderboard
 
         return leaderboard(self._view())

@@ -207,7 +207,8 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     load the stored history and set the deadline: a stored run that cannot continue this way is refused before a
     worker starts. (Each option alone was checked when ``config`` was made.)"""
     c = config
-    method, metric, space, budget, time_budget, seed = c.method, c.metric, c.space, c.evaluations(), c.time_budget, c.seed
+    method, metric, space, time_budget, seed = c.method, c.metric, c.space, c.time_budget, c.seed
+    budget = c.evaluations()  # None: the time budget alone ends the search
     ensemble_size, ensemble_loss, ensemble_bags = c.ensemble_size, c.ensemble_loss, c.ensemble_bags
     pool, cv, portfolio, cost_aware, optimizer_options = c.pool, c.cv, c.portfolio, c.cost_aware, c.optimizer_options
     if evaluator is not None and (cv is not None or (getattr(splits, "folds", None) is not None
@@ -290,7 +291,8 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     reserve = FinishReserve(deadline, splits.y_val, ensemble_loss or loss, c.ensemble_size, seed, c.refit, n_folds,
                             pipelines, digest, history, started=refitter is not None,
                             rows=refit_from_to,
-                            refits_cap=None if all_rows is None or time_budget is None else SAMPLE_REFITS_SHARE * time_budget,
+                            refits_cap=(None if all_rows is None or time_budget is None
+                                        else SAMPLE_REFITS_SHARE * time_budget),
                             refitted=None if refitter is None or not refitter.beside else refitter.refitted)
     try:
         # cost-aware suggestion weighs candidates by the search's time left; ADMM weighs the constraints themselves
