@@ -31,10 +31,8 @@ from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.execution.factory import make_runner
 from optdiv.execution.runner import Runner
 from optdiv.final.choice import FinalSettings, finalize, resolve_selection
-from optdiv.evaluation.threads import resolve_n_jobs
-from optdiv.final.fit import WORKER_REFIT_SAFETY, Refitter, fit_model
+from optdiv.final.fit import Refitter, fit_model
 from optdiv.final.model import model_prediction
-from optdiv.final.refit_time import refit_seconds
 from optdiv.final.reserve import FinishReserve
 from optdiv.spaces import SearchSpace, get_space
 from optdiv.spaces.portfolio import is_auto_portfolio, resolve_portfolio
@@ -181,19 +179,6 @@ class PreparedSearch:
         self.reserve.follow(done)
         if self.digest is not None:
             self.pipelines.prune(self.digest, done, protect=ensemble)
-        if self.refitter is not None and self.refitter.beside:
-            self.reserve.seconds()  # the likely final members of this history, most wanted first
-            rows = self.reserve.rows
-            self.refitter.refit_beside(
-                self.reserve.members,
-                lambda obs: WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows))
-
-
-def refits_beside(config: RunConfig) -> bool:
-    """Whether the likely final members are refitted while the search runs: a local search of one evaluation at a
-    time on two cores or more, where the refit worker has a core the evaluations leave idle much of the time
-    (single-threaded models, the driver's suggestions, small data); on one core it would slow the search down."""
-    return config.scheduler is None and int(config.workers or 1) <= 1 and resolve_n_jobs(config.n_jobs) >= 2
 
 
 #: On a row sample, the most share of the time budget kept back for refitting the members on every row: the search
@@ -284,7 +269,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
 
         refitter = Refitter(space, pd.concat([refit_rows.X_train, refit_rows.X_val], axis=0),
                             np.concatenate([refit_rows.y_train, refit_rows.y_val]), task, n_classes, seed, pipelines,
-                            deadline, threads=threads, beside=refits_beside(c))
+                            deadline, threads=threads)
     refit_from_to = (3, 4)  # rows fitted on, rows refitted on: train, train+validation (a replay may hold none)
     if refit_rows.y_train is not None and refit_rows.y_val is not None and splits.y_train is not None:
         refit_from_to = (max(len(splits.y_train), 1), len(refit_rows.y_train) + len(refit_rows.y_val))
@@ -292,8 +277,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                             pipelines, digest, history, started=refitter is not None,
                             rows=refit_from_to,
                             refits_cap=(None if all_rows is None or time_budget is None
-                                        else SAMPLE_REFITS_SHARE * time_budget),
-                            refitted=None if refitter is None or not refitter.beside else refitter.refitted)
+                                        else SAMPLE_REFITS_SHARE * time_budget))
     try:
         # cost-aware suggestion weighs candidates by the search's time left; ADMM weighs the constraints themselves
         strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,

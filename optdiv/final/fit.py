@@ -8,7 +8,6 @@ in its worker process is stopped there, and a member whose fit fails is left out
 
 from __future__ import annotations
 
-import threading
 import time
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
@@ -80,21 +79,13 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         in_worker = deadline is not None and saved is not None
         refitter = result.refitter if in_worker else None  # started by the search, so no start-up to wait for
         start = REFIT_WORKER_START if in_worker and refitter is None else 0.0
-        safety = WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY
-        if refitter is not None:  # a refit beside the search of a member is awaited, of another one stopped
-            refitter.settle([result.history[i].index for i in result.member_indices])
         left = None if deadline is None else deadline.left() - FINISH_SECONDS - start
-        free = set() if refitter is None else refitter.refitted()  # refitted beside the search: only loaded
-        beside = [result.history[i].index for i in result.member_indices if result.history[i].index in free]
-        if beside:
-            report["refitted_beside_search"] = len(beside)
+        safety = WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY
 
         def predicted(obs) -> float:
-            if obs.index in free:
-                return 0.0
             return safety * refit_seconds(obs.algorithm, obs.fit_seconds, max(len(X), 1), len(X_all))
 
-        on_all = members_to_refit(result, predicted, left, free)
+        on_all = members_to_refit(result, predicted, left)
         if in_worker and on_all and refitter is None:
             refitter = Refitter(space, X_all, y_all, task, None if classes is None else len(classes), seed, saved,
                                 deadline, threads=threads)
@@ -172,95 +163,20 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
 class Refitter:
     """Refits members on train+validation in a worker process, each stopped at the deadline (less the time kept
     for the end of the call), so a refit slower than predicted cannot overrun the time budget. Its worker is
-    started when the refitter is made (by the search, at its start), so the refits do not wait for one.
-
-    With ``beside=True`` (a search with a core to spare) it also refits the likely final members while the search
-    runs (:meth:`refit_beside`, one at a time in a thread of the driver that waits on the worker): a member refitted
-    then is loaded at the end instead of refitted, so the search need not keep that refit's time back."""
+    started when the refitter is made (by the search, at its start), so the refits do not wait for one."""
 
     def __init__(self, space, X_all, y_all, task, n_classes, seed, saved: SavedPipelines, deadline: Deadline,
-                 threads: int = 1, beside: bool = False):
+                 threads: int = 1):
         self.splits = Splits(X_all, y_all, None, None, None, None)
         self.digest = splits_digest(X_all, y_all)
-        self.saved, self.deadline, self.beside = saved, deadline, beside
-
-        def worker() -> Evaluator:
-            evaluator = Evaluator(space.build, self.splits, task, "error" if task == "classification" else "mse",
-                                  n_classes=n_classes, seed=seed, time_limit=max(deadline.left(), 1.0),
-                                  pipelines_dir=saved.folder, threads=threads)
-            evaluator.spawn()
-            return evaluator
-
-        self._new_worker = worker
-        self.evaluator = worker()
-        self.outcomes: Dict[int, Optional[str]] = {}  # evaluation index -> None (refitted and saved) or the error
-        self._running: Optional[tuple] = None  # (evaluation index, thread) of the refit beside the search
-
-    def refitted(self) -> set:
-        """Evaluation indices whose refit beside the search is saved (loaded, not refitted, at the end)."""
-        self._reap()
-        return {index for index, error in self.outcomes.items() if error is None}
-
-    def refit_beside(self, candidates: Sequence, predicted: Callable[[Any], float]) -> Optional[int]:
-        """Start refitting the first of ``candidates`` (observations, most wanted first) not refitted or tried yet,
-        in the background, if no refit is running and ``predicted(obs)`` seconds fit before the deadline; returns
-        the index started, else None."""
-        self._reap()
-        if not self.beside or self._running is not None:
-            return None
-        left = self.deadline.left() - FINISH_SECONDS
-        for obs in candidates:
-            if obs.index in self.outcomes:
-                continue
-            if predicted(obs) > left:
-                return None  # the most wanted one does not fit: a less wanted one is not worth the core
-            thread = threading.Thread(target=self._refit, args=(obs,), name=f"optdiv-refit-{obs.index}",
-                                      daemon=True)
-            self._running = (obs.index, thread)
-            thread.start()
-            return obs.index
-        return None
-
-    def settle(self, wanted: Sequence[int]) -> None:
-        """At the end of the search: wait (until the deadline) for a refit running beside it whose member is
-        ``wanted``; stop one that is not, so the final refits do not wait behind it (its worker is restarted)."""
-        if self._running is None:
-            return
-        index, thread = self._running
-        if index in set(wanted):
-            thread.join(max(0.0, self.deadline.left() - FINISH_SECONDS))
-        if thread.is_alive():  # not wanted, or past the deadline: its wait on the worker ends with an error
-            self._end_running()
-            self.evaluator = self._new_worker()
-        self._reap()
-
-    def _end_running(self) -> None:
-        """Stop the refit running beside the search (its worker is ended; the thread records an error)."""
-        thread = self._running[1]
-        self.evaluator._stop()
-        thread.join(5.0)
-        self._running = None
-
-    def _refit(self, obs) -> None:
-        try:
-            left = self.deadline.left() - FINISH_SECONDS
-            error = self.evaluator.fit_and_save(obs.config, obs.index, left, kept_rounds(obs.measures))
-        except Exception as exc:  # noqa: BLE001 - a refit beside the search must never end the search
-            error = f"{type(exc).__name__}: {exc}"
-        self.outcomes[obs.index] = error
-
-    def _reap(self) -> None:
-        if self._running is not None and not self._running[1].is_alive():
-            self._running = None
+        self.saved, self.deadline = saved, deadline
+        self.evaluator = Evaluator(space.build, self.splits, task, "error" if task == "classification" else "mse",
+                                   n_classes=n_classes, seed=seed, time_limit=max(deadline.left(), 1.0),
+                                   pipelines_dir=saved.folder, threads=threads)
+        self.evaluator.spawn()
 
     def fit(self, obs):
-        """(the member refitted on train+validation, None) or (None, why not); one refitted beside the search is
-        loaded."""
-        self.settle([obs.index])
-        if self.outcomes.get(obs.index, "") is None:
-            pipe = self.saved.load(self.digest, obs.index)
-            if pipe is not None:
-                return pipe, None
+        """(the member refitted on train+validation, None) or (None, why not)."""
         left = self.deadline.left() - FINISH_SECONDS
         if left <= 0:
             return None, "no time left for the refit"
@@ -271,9 +187,6 @@ class Refitter:
         return (pipe, None) if pipe is not None else (None, "the refitted pipeline could not be read back")
 
     def close(self) -> None:
-        self._reap()
-        if self._running is not None:
-            self._end_running()
         self.evaluator.close()
 
 
@@ -314,17 +227,16 @@ def members_to_refit(result: SearchResult, predicted: Callable[[Any], float], le
                      free: Sequence[int] = ()) -> set:
     """Positions of the members to refit: all without a deadline; under one, the heaviest weights first, each
     while its ``predicted`` refit seconds (of its observation) still fit, so the time left buys the refits that
-    matter most instead of none. Members whose evaluation index is in ``free`` cost nothing and are always taken
-    (they are loaded, not refitted: refitted beside the search or saved)."""
+    matter most instead of none. Members whose evaluation index is in ``free`` cost nothing (they are loaded, not
+    refitted)."""
     positions = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
     if left is None:
         return set(positions)
     chosen, spent = set(), 0.0
     for position in positions:
         i = result.member_indices[position]
-        free_member = i in free or result.history[i].index in free
-        cost = 0.0 if free_member else predicted(result.history[i])
-        if free_member or spent + cost <= left:
+        cost = 0.0 if i in free else predicted(result.history[i])
+        if spent + cost <= left:
             chosen.add(position)
             spent += cost
     return chosen

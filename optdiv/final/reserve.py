@@ -7,7 +7,7 @@ final ensemble would hold if the search stopped now (:func:`likely_members`), no
 
 from __future__ import annotations
 
-from typing import Callable, Collection, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -49,8 +49,7 @@ def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) ->
 
 def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
                    n_folds: Optional[int], started: bool = False, refits_share: float = 1.0,
-                   rows: Tuple[float, float] = (3, 4), refits_cap: Optional[float] = None,
-                   refitted: Collection[int] = ()) -> float:
+                   rows: Tuple[float, float] = (3, 4), refits_cap: Optional[float] = None) -> float:
     """Predicted seconds from the end of the search to the end of the call for the final ``members``:
     :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits
     :func:`optdiv.final.fit.fit_model` does.
@@ -66,8 +65,6 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     the rest (:data:`REFIT_OVERRUN_SHARE`). ``refits_cap``: the most seconds those refits are reserved (a search on a
     row sample, whose refits on every row could otherwise claim the whole budget before the search has begun); a member
     whose own refit is predicted over the cap is left out of it, since it will stay fitted on the sample.
-    ``refitted``: evaluation indices already refitted beside the search (:class:`optdiv.final.fit.Refitter`), which
-    are loaded, not refitted.
     """
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:
@@ -77,8 +74,7 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
             reserve += REFIT_SAFETY * sum(fold_refit_seconds(obs.algorithm, obs.fit_seconds, n_folds)
                                           for obs in members)
     elif refit:
-        each = [WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows) for obs in members
-                if obs.index not in refitted]
+        each = [WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows) for obs in members]
         refits = sum(each)
         if refits_cap is not None:  # a member whose own refit is over the cap is never refitted: nothing kept for it
             refits = min(sum(t for t in each if t <= refits_cap), refits_cap)
@@ -97,11 +93,10 @@ class FinishReserve:
     def __init__(self, deadline: Optional[Deadline], y_val, loss: str, ensemble_size: int, seed: int, refit: bool,
                  n_folds: Optional[int], pipelines: Optional[SavedPipelines], digest: Optional[str],
                  history: Sequence = (), started: bool = False, rows: Tuple[float, float] = (3, 4),
-                 refits_cap: Optional[float] = None, refitted: Optional[Callable[[], Collection[int]]] = None):
+                 refits_cap: Optional[float] = None):
         self.deadline, self.y_val, self.loss, self.ensemble_size, self.seed = deadline, y_val, loss, ensemble_size, seed
         self.refit, self.n_folds, self.pipelines, self.digest = refit, n_folds, pipelines, digest
         self.started, self.rows, self.refits_cap = started, rows, refits_cap
-        self.refitted = refitted  # the indices refitted beside the search so far (None: none are)
         self.latest: Sequence = history  # the history as the loop last handed it over
         self.computed: Optional[tuple] = None  # (history key, seconds, seconds less the overrun) last computed
         self.members: List = []  # the likely final members of the history last computed
@@ -113,19 +108,17 @@ class FinishReserve:
     def seconds(self, overrun: bool = False) -> float:
         """Predicted seconds of building the final model from the history as it stands; ``overrun``: less the
         refits a late evaluation may take (:data:`REFIT_OVERRUN_SHARE`)."""
-        done = frozenset(self.refitted()) if self.refitted is not None else frozenset()
-        history_key = (len(self.latest), self.latest[-1].index if self.latest else None)
-        key = (history_key, done)
+        key = (len(self.latest), self.latest[-1].index if self.latest else None)
         cap = self.refits_cap
         if cap is not None and self.deadline is not None:
             # a refit longer than the time left will not happen: keeping time for it would only end the search
             cap = max(0.0, min(cap, self.deadline.left() - FINISH_SECONDS))
         if self.computed is None or self.computed[0] != key or cap != self.refits_cap:
-            if self.computed is None or self.computed[0][0] != history_key:
+            if self.computed is None or self.computed[0] != key:
                 self.members = likely_members(self.latest, self.y_val, self.loss, self.ensemble_size, self.seed)
             both = [finish_reserve(self.members, self.pipelines, self.digest, self.refit, self.n_folds,
                                    started=self.started, refits_share=share, rows=self.rows,
-                                   refits_cap=cap, refitted=done)
+                                   refits_cap=cap)
                     for share in (1.0, 1.0 - REFIT_OVERRUN_SHARE)]
             self.computed = (key, *both)
         return self.computed[2 if overrun else 1]

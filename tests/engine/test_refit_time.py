@@ -34,30 +34,3 @@ def test_the_search_keeps_back_each_members_refit_as_its_algorithm_grows():
     reserve = finish_reserve(members, None, None, True, None, started=True, rows=rows)
     assert reserve == pytest.approx(FINISH_SECONDS + expected)
     assert reserve != pytest.approx(FINISH_SECONDS + 3 * 2.0 * 16)  # not the linear guess
-
-
-def test_refits_beside_the_search_need_a_spare_core_and_one_local_evaluation_at_a_time(monkeypatch):
-    import optdiv.evaluation.threads as threads
-    from optdiv.config import RunConfig
-    from optdiv.engine.search import refits_beside
-
-    monkeypatch.setattr(threads, "available_cores", lambda: 4)
-    assert refits_beside(RunConfig.product())  # every core by default: one is spared for the refits
-    assert not refits_beside(RunConfig.product(n_jobs=1))  # one core: a refit beside would slow the search
-    assert not refits_beside(RunConfig.product(workers=2))  # the workers take the cores
-    monkeypatch.setattr(threads, "available_cores", lambda: 1)
-    assert not refits_beside(RunConfig.product())
-
-
-def test_a_member_refitted_beside_the_search_is_not_kept_time_for():
-    from optdiv.evaluation.observation import Observation
-    from optdiv.final.refit_time import refit_seconds
-    from optdiv.final.reserve import finish_reserve
-
-    members = [Observation(config={}, status="ok", val_loss=0.1, fit_seconds=10.0, index=i, algorithm="lightgbm")
-               for i in (0, 1)]
-    both = finish_reserve(members, None, None, True, None, started=True)
-    one = finish_reserve(members, None, None, True, None, started=True, refitted={0})
-    assert both - one == pytest.approx(refit_seconds("lightgbm", 10.0, 3, 4))
-    assert finish_reserve(members, None, None, True, None, started=True, refitted={0, 1}) == pytest.approx(
-        both - 2 * refit_seconds("lightgbm", 10.0, 3, 4))
