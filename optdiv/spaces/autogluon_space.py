@@ -150,10 +150,13 @@ def _build(task: str, kind: str, p: Dict[str, Any], seed: int):
     if kind == "lightgbm":
         import lightgbm
 
+        from optdiv.spaces.sklearn_models import LIGHTGBM_HISTOGRAM_MB
+
         cls = lightgbm.LGBMClassifier if clf else lightgbm.LGBMRegressor
         return cls(n_estimators=_BOOST_ROUNDS, learning_rate=float(p["learning_rate"]),
                    colsample_bytree=float(p["feature_fraction"]), min_child_samples=int(p["min_data_in_leaf"]),
-                   num_leaves=int(p["num_leaves"]), random_state=seed, n_jobs=1, verbose=-1)
+                   num_leaves=int(p["num_leaves"]), random_state=seed, n_jobs=1,
+                   histogram_pool_size=LIGHTGBM_HISTOGRAM_MB, verbose=-1)
     if kind == "catboost":
         import catboost
 

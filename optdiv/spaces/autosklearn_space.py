@@ -39,7 +39,8 @@ forests 100 trees; AdaBoost 200 rounds of depth <= 8; HistGradientBoosting 200 i
 most 511 leaves; kernel SVC/SVR ``max_iter=50000`` and fitted on at most 10,000 training rows
 (``sklearn_models.RowCapped``: a class-stratified sample above that); kernel PCA at most 500 components (randomized
 eigensolver on scikit-learn >= 1.0), fitted on at most 5,000 rows and transforming in chunks of as many
-(``sklearn_models.RowCappedTransformer``); Nystroem / random kitchen sinks at most 500 components; random
+(``sklearn_models.RowCappedTransformer``); LightGBM's histogram cache at most 256 MB
+(``sklearn_models.LIGHTGBM_HISTOGRAM_MB``); Nystroem / random kitchen sinks at most 500 components; random
 trees embedding depth <= 6; polynomial terms of at most 25 features; ``n_jobs=1`` everywhere so
 parallel evaluations do not oversubscribe the CPUs. A forest with ``max_features`` near 1 behind a
 preprocessor that widens the data to hundreds of columns (polynomial, random trees embedding) can
@@ -367,7 +368,7 @@ def _build_model(task, kind, p, class_weight, seed):
                    learning_rate=float(p["learning_rate"]), min_child_samples=int(p["min_child_samples"]),
                    subsample=float(p["subsample"]), subsample_freq=1,
                    colsample_bytree=float(p["colsample_bytree"]), random_state=seed, n_jobs=1,
-                   verbose=-1, **extra)
+                   histogram_pool_size=sk.LIGHTGBM_HISTOGRAM_MB, verbose=-1, **extra)
     if kind == "adaboost":
         from sklearn.tree import DecisionTreeClassifier
 
