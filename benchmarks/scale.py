@@ -213,7 +213,7 @@ def run(args) -> int:
 
 
 def report(args) -> int:
-    from statistics import mean, median
+    from statistics import mean
 
     records = [json.loads(line) for line in (Path(args.out) / "results.jsonl").read_text().splitlines()]
     ok = [r for r in records if r.get("status") == "ok"]
@@ -243,19 +243,14 @@ def report(args) -> int:
         for r in ok:
             if r["system"] == "optdiv" and r["cores"] in (few, most):
                 pairs.setdefault((r["data"], r["seed"]), {})[r["cores"]] = r["test_error"]
-        # relative differences: the sets' errors and MSEs are on different scales, and the test ranks them together
-        diffs = [(p[most] - p[few]) / abs(p[few]) if p[few] else p[most] - p[few]
-                 for p in pairs.values() if few in p and most in p]
-        lower, higher = sum(d < 0 for d in diffs), sum(d > 0 for d in diffs)
-        line = f"{most} cores against {few}: lower in {lower}, higher in {higher} of {len(diffs)} (data, seed) pairs"
-        if diffs:
-            line += f", median change {100 * median(diffs):+.1f} %"
-        nonzero = [d for d in diffs if d != 0]
-        if len(nonzero) >= 2:
-            from scipy.stats import wilcoxon
+        if str(REPO) not in sys.path:
+            sys.path.insert(0, str(REPO))
+        from optdiv.bench.stats import relative_pairs_line
 
-            line += f", Wilcoxon p = {wilcoxon(nonzero).pvalue:.3g}"
-        lines.append(line + ".")
+        # relative differences: the sets' errors and MSEs are on different scales, and the test ranks them together
+        both = [p for p in pairs.values() if few in p and most in p]
+        lines.append(relative_pairs_line(f"{most} cores against {few}", [p[most] for p in both],
+                                         [p[few] for p in both]) + ".")
     late = [r for r in ok if r["system"] == "optdiv" and abs(r["wall_seconds"] - r["seconds"]) > 10]
     lines.append(f"Fits ending more than 10 s from their budget: {len(late)} of "
                  f"{sum(r['system'] == 'optdiv' for r in ok)}.")

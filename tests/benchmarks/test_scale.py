@@ -72,8 +72,7 @@ def test_the_report_pairs_the_most_cores_with_one(script, tmp_path, capsys):
     assert "| d | 1 | 5.750 | 10 | 0.0 | 60 (60) | 100 | 200 | 250 | 8.000 in 1 s | 4 |" in table
     assert "| d | 2 | 5.375 |" in table
     # relative changes -20 %, -8.3 %, +7.1 %, -10 %: the median -9.2 %
-    assert ("2 cores against 1: lower in 3, higher in 1 of 4 (data, seed) pairs, median change -9.2 %, Wilcoxon p = "
-            in table)
+    assert "2 cores against 1 over 4 pairs: 3 lower / 0 level / 1 higher, median -9.2 %, Wilcoxon p = " in table
     assert "Fits ending more than 10 s from their budget: 2 of 8." in table
 
 
