@@ -36,6 +36,8 @@ _seconds_or_auto = _auto_or(float, "seconds or 'auto'", lambda s: s > 0, "the ti
 _folds = _auto_or(lambda text: None if text == "none" else int(text), "a number of folds, 'auto' or 'none'")
 _megabytes = _auto_or(lambda text: None if text == "none" else int(text), "megabytes, 'auto' or 'none'",
                      lambda mb: mb is None or mb > 0, "the memory limit must be positive")
+_parallel = _auto_or(int, "a number of evaluations or 'auto'", lambda n: n >= 1,
+                     "at least 1 evaluation runs at a time")
 _rows = _auto_or(lambda text: None if text == "all" else int(text), "a number of rows, 'auto' or 'all'",
                  lambda n: n is None or n >= 20, "a search needs at least 20 rows")
 
@@ -100,8 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "then refitted on every row as far as the time budget allows); auto (default): 250 per "
                           "second of --time-budget, at least 20,000; all without a time budget")
     run.add_argument("--n-jobs", type=int, metavar="N",
-                     help="cores of the search: each evaluation's model runs on N threads (-1, the default: every "
-                          "core; with --workers, the cores are shared out among the workers)")
+                     help="cores of the search (-1, the default: every core), shared out among the evaluations that "
+                          "run at once (--parallel, or Dask's --workers) as their models' threads")
+    run.add_argument("--parallel", type=_parallel, metavar="N|auto",
+                     help="evaluations run side by side on this machine, each in its own process, no Dask needed "
+                          "(auto, the default: one per core of --n-jobs; ignored with --workers/--scheduler)")
     parallel = run.add_mutually_exclusive_group()
     parallel.add_argument("--workers", type=int, metavar="N",
                           help="evaluate asynchronously on a local Dask cluster of N workers (needs optdiv[dask])")

@@ -63,6 +63,7 @@ class RunConfig:
     cost_aware: bool = False
     search_rows: Union[int, str, None] = None  # most training rows an evaluation fits on ("auto": by the budget)
     n_jobs: Optional[int] = 1  # cores of a local search (-1: all of them), as threads of each evaluation's model
+    parallel: Union[int, str] = 1  # evaluations at once on this machine ("auto": one per core of n_jobs)
     workers: Optional[int] = None
     scheduler: Optional[str] = None
     faults: Any = None
@@ -96,6 +97,14 @@ class RunConfig:
         if self.fold_models not in FOLD_MODELS:
             raise ValueError(f"fold_models must be one of {', '.join(FOLD_MODELS)}; got {self.fold_models!r}")
         resolve_n_jobs(self.n_jobs)  # a whole number of cores, not 0
+        if isinstance(self.parallel, str):
+            if self.parallel != "auto":
+                raise ValueError(f"parallel must be a number of evaluations or 'auto'; got {self.parallel!r}")
+        elif isinstance(self.parallel, bool) or not isinstance(self.parallel, numbers.Integral) or self.parallel < 1:
+            raise ValueError(f"parallel must be a number of evaluations (at least 1) or 'auto'; got {self.parallel!r}")
+        elif self.parallel > 1 and (self.workers is not None or self.scheduler is not None):
+            raise ValueError("parallel runs evaluations side by side on this machine; with workers or scheduler "
+                             "Dask does, so set one or the other")
         resolve_search_rows(self.search_rows, self.time_budget)  # a number of rows, None or "auto"
         resolve_memory_limit(self.memory_limit_mb)  # MB, None or "auto"
         if self.algorithm_share is not None and not 0 < float(self.algorithm_share) <= 1:
@@ -162,13 +171,32 @@ class RunConfig:
         """The most evaluations of the search (None: as many as the time budget allows)."""
         return resolve_budget(self.budget, self.time_budget)
 
+    def parallel_evaluations(self) -> int:
+        """Evaluations run side by side on this machine without Dask: ``parallel``, where ``"auto"`` is one per core
+        of ``n_jobs`` (Dask's ``workers`` / ``scheduler``, when given, decide instead: 1 here)."""
+        if self.workers is not None or self.scheduler is not None:
+            return 1
+        return resolve_n_jobs(self.n_jobs) if self.parallel == "auto" else int(self.parallel)
+
+    def evaluations_at_once(self) -> int:
+        """Evaluations that may run together on this machine (a local Dask cluster's workers, or
+        :meth:`parallel_evaluations`): what the per-evaluation memory limit is shared out among."""
+        return int(self.workers) if self.workers is not None else self.parallel_evaluations()
+
     def evaluation_threads(self, rows: Optional[int] = None) -> int:
-        """Threads of one evaluation on ``rows`` training rows: the run's cores (``n_jobs``), shared out among a local
-        Dask cluster's workers; one on an existing cluster, whose workers' own threads are its parallelism, and one
-        below :data:`~optdiv.evaluation.threads.THREADED_MIN_ROWS`, where threads cost more than they save."""
+        """Threads of one evaluation on ``rows`` training rows: the run's cores (``n_jobs``), shared out among the
+        evaluations that run at once; one on an existing cluster, whose workers' own threads are its parallelism,
+        and one below :data:`~optdiv.evaluation.threads.THREADED_MIN_ROWS`, where threads cost more than they save."""
         if self.scheduler is not None or (rows is not None and rows < THREADED_MIN_ROWS):
             return 1
-        return max(1, resolve_n_jobs(self.n_jobs) // max(1, int(self.workers or 1)))
+        return max(1, resolve_n_jobs(self.n_jobs) // max(1, self.evaluations_at_once()))
+
+    def refit_threads(self, rows: Optional[int] = None) -> int:
+        """Threads of each final refit: every core of ``n_jobs``, since the refits run after the search (one below
+        :data:`~optdiv.evaluation.threads.THREADED_MIN_ROWS` rows)."""
+        if rows is not None and rows < THREADED_MIN_ROWS:
+            return 1
+        return resolve_n_jobs(self.n_jobs)
 
 
 #: Stored in every run directory (the first options the engine had).
@@ -178,4 +206,5 @@ _ALWAYS_STORED = ("method", "metric", "space", "budget", "time_limit", "ensemble
 #: Where :meth:`RunConfig.product` departs from the papers' protocol.
 PRODUCT_DEFAULTS: Dict[str, Any] = {"budget": "auto", "time_limit": "auto", "cv": "auto", "portfolio": "auto",
                                     "refit": True, "ensemble_loss": "auto", "ensemble_bags": "auto", "n_jobs": -1,
+                                    "parallel": "auto",
                                     "search_rows": "auto", "memory_limit_mb": "auto"}

@@ -108,6 +108,7 @@ class _OptDivEstimator(BaseEstimator):
         constraints=None,
         search_rows=_PRODUCT.search_rows,
         n_jobs: Optional[int] = _PRODUCT.n_jobs,
+        parallel=_PRODUCT.parallel,
         workers: Optional[int] = _PRODUCT.workers,
         scheduler: Optional[str] = _PRODUCT.scheduler,
         memory_limit_mb: Union[int, str, None] = _PRODUCT.memory_limit_mb,
@@ -137,6 +138,7 @@ class _OptDivEstimator(BaseEstimator):
         self.constraints = constraints
         self.search_rows = search_rows
         self.n_jobs = n_jobs
+        self.parallel = parallel
         self.workers = workers
         self.scheduler = scheduler
         self.memory_limit_mb = memory_limit_mb
@@ -177,7 +179,7 @@ class _OptDivEstimator(BaseEstimator):
         try:
             self.ensemble_ = fit_model(result, result.space, splits, self._task, data.classes, list(data.X.columns),
                                        self.seed, refit=self.refit, deadline=deadline_for(self.time_budget, started),
-                                       threads=result.info.get("threads", 1))
+                                       threads=result.info.get("refit_threads", result.info.get("threads", 1)))
         finally:
             if result.pipelines is not None:
                 result.pipelines.cleanup()  # the members are in the ensemble now; the temporary folder can go

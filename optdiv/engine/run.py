@@ -82,7 +82,7 @@ def run(
         if result.model is None:
             result.model = fit_model(
                 result, result.space, splits, dataset.task, dataset.classes, list(dataset.X.columns), config.seed,
-                threads=result.info.get("threads", 1),
+                threads=result.info.get("refit_threads", result.info.get("threads", 1)),
             )
     finally:
         if result.pipelines is not None:

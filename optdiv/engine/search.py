@@ -161,6 +161,7 @@ class PreparedSearch:
     refitter: Optional[Refitter] = None  # started now, so the final refits need not wait for a worker
     all_rows: Optional[Splits] = None  # the splits before ``search_rows`` sampled ``splits`` from them
     threads: int = 1  # each evaluation's threads (optdiv.evaluation.threads)
+    refit_threads: int = 1  # each final refit's threads: every core, as the search has ended
 
     @property
     def time_left(self) -> Optional[Callable[[], float]]:
@@ -248,13 +249,14 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     if evaluator is None and folds is None and sample is not None and len(splits.y_train) > sample:
         all_rows, splits = splits, row_sample_view(splits, sample, seed, task)
     rows = None if splits.y_train is None else len(splits.y_train)  # a replay's splits may hold no rows
-    threads = c.evaluation_threads(rows)  # each evaluation's (and each final refit's) threads
+    threads = c.evaluation_threads(rows)  # each evaluation's threads
+    refit_threads = c.refit_threads(rows)
     pipelines = None
     if evaluator is None:
         if c.scheduler is None:  # a remote cluster's workers cannot write into this machine's folder
             pipelines = SavedPipelines(store.models_folder())
         data_mb = splits_mb(splits) if c.memory_limit_mb == "auto" else 0.0  # what each evaluation's worker holds
-        memory_limit = resolve_memory_limit(c.memory_limit_mb, data_mb, at_once=int(c.workers or 1),
+        memory_limit = resolve_memory_limit(c.memory_limit_mb, data_mb, at_once=c.evaluations_at_once(),
                                             local=c.scheduler is None)
         evaluator = Evaluator(space.build, splits, task, loss, n_classes=n_classes, time_limit=time_limit, seed=seed,
                               memory_limit_mb=memory_limit, threads=threads,
@@ -269,7 +271,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
 
         refitter = Refitter(space, pd.concat([refit_rows.X_train, refit_rows.X_val], axis=0),
                             np.concatenate([refit_rows.y_train, refit_rows.y_val]), task, n_classes, seed, pipelines,
-                            deadline, threads=threads)
+                            deadline, threads=refit_threads)
     refit_from_to = (3, 4)  # rows fitted on, rows refitted on: train, train+validation (a replay may hold none)
     if refit_rows.y_train is not None and refit_rows.y_val is not None and splits.y_train is not None:
         refit_from_to = (max(len(splits.y_train), 1), len(refit_rows.y_train) + len(refit_rows.y_val))
@@ -284,7 +286,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                                  optimizer_options=optimizer_options,
                                  time_left=None if deadline is None or not cost_aware else reserve.search_left,
                                  constraints=constraints)
-        runner = make_runner(inject_faults(evaluator, faults), c.workers, c.scheduler)
+        runner = make_runner(inject_faults(evaluator, faults), c.workers, c.scheduler, c.parallel_evaluations())
     except BaseException:  # e.g. no Dask for workers=N: the refit worker started above ends with the search
         if refitter is not None:
             refitter.close()
@@ -294,7 +296,8 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
         strategy=strategy, space=space, loss=loss, ensemble_loss=ensemble_loss, ensemble_bags=ensemble_bags,
         constraints=constraints, n_folds=n_folds, runner=runner, history=history,
         predictor=DurationPredictor(history), deadline=deadline, start=start, started=started, pipelines=pipelines,
-        digest=digest, reserve=reserve, refitter=refitter, all_rows=all_rows, threads=threads)
+        digest=digest, reserve=reserve, refitter=refitter, all_rows=all_rows, threads=threads,
+        refit_threads=refit_threads)
 
 
 def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> SearchResult:
@@ -325,6 +328,7 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
               "evaluation": "holdout" if n_folds is None else f"{n_folds}-fold CV", **choice.info,
               **({} if outcome.parallel is None else {"parallel": outcome.parallel}),
               "search_seconds": search_seconds, "threads": p.threads,
+              "refit_threads": p.refit_threads,
               **({} if stopped is None else {"stopped": stopped}),
               **({"ensemble_selection": {"loss": p.ensemble_loss or loss, "bags": int(p.ensemble_bags)}}
                  if spec.final == "ensemble" and spec.options.get("builder", c.ensemble) == "caruana" else {}),
@@ -343,7 +347,7 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
     if splits.y_test is not None:
         if c.refit:
             model = fit_model(result, space, splits, task, classes, columns, seed, refit=True, deadline=p.deadline,
-                              threads=p.threads)
+                              threads=p.refit_threads)
             test_pred = model_prediction(model, splits.X_test, task)
         else:
             test_pred = choice.combine([history[i].test_pred for i in choice.members])
