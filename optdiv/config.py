@@ -63,7 +63,7 @@ class RunConfig:
     cost_aware: bool = False
     search_rows: Union[int, str, None] = None  # most training rows an evaluation fits on ("auto": by the budget)
     n_jobs: Optional[int] = 1  # cores of a local search (-1: all of them), as threads of each evaluation's model
-    parallel: Union[int, str] = 1  # evaluations at once on this machine ("auto": one per core of n_jobs)
+    parallel: Union[int, str] = 1  # evaluations at once on this machine ("auto": a core each under a time budget)
     workers: Optional[int] = None
     scheduler: Optional[str] = None
     faults: Any = None
@@ -173,10 +173,14 @@ class RunConfig:
 
     def parallel_evaluations(self) -> int:
         """Evaluations run side by side on this machine without Dask: ``parallel``, where ``"auto"`` is one per core
-        of ``n_jobs`` (Dask's ``workers`` / ``scheduler``, when given, decide instead: 1 here)."""
+        of ``n_jobs`` under a time budget, whose results depend on timing anyway, and one at a time without one, so
+        a seeded search of a number of evaluations repeats exactly. Dask's ``workers`` / ``scheduler``, when given,
+        decide instead (1 here)."""
         if self.workers is not None or self.scheduler is not None:
             return 1
-        return resolve_n_jobs(self.n_jobs) if self.parallel == "auto" else int(self.parallel)
+        if self.parallel == "auto":
+            return 1 if self.time_budget is None else resolve_n_jobs(self.n_jobs)
+        return int(self.parallel)
 
     def evaluations_at_once(self) -> int:
         """Evaluations that may run together on this machine (a local Dask cluster's workers, or

@@ -24,8 +24,10 @@ holdout split on larger data, or when ``X_val``/``y_val`` are given; ``cv=None``
 how many bootstrap selections it averages; "auto" is what over-fitted the validation rows least in replay
 (log loss for a 0/1-error classifier, 20 bags for a regressor); ``None`` / ``0`` is the papers' protocol.
 
-``n_jobs=-1`` (the default) runs each evaluation's model on every core this process may use (threads of the
-forests, LightGBM and KNN); ``n_jobs=1`` keeps to one. ``search_rows="auto"`` (the default) fits the search's
+``n_jobs=-1`` (the default) uses every core this process may use: with ``time_budget``, ``parallel="auto"`` (the
+default) runs one evaluation per core, each in its own process, and the final members are refitted on every core;
+without one, one evaluation at a time takes the cores as its model's threads, so a seeded fit repeats exactly.
+``n_jobs=1`` keeps to one core. ``search_rows="auto"`` (the default) fits the search's
 evaluations on a sample of at most 250 training rows per second of ``time_budget`` (at least 20,000; a
 proportional validation sample beside it), so large data is searched over many models, and refits the final
 members on every row as far as the budget allows; ``None`` always searches on every row.

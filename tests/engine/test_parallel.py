@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from parallel_helpers import FAST, SLEEP_SECONDS, drive, sleepy_space
+from parallel_helpers import FAST, SLEEP_SECONDS, check_faults, config_key, drive, fault_seed, sleepy_space
 from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
@@ -58,10 +58,6 @@ def finished(splits):
     """Eight sequential optdivbo evaluations: the history the suggestion tests extend."""
     return search(splits, "classification", n_classes=2, method="optdivbo", space=tiny_space("classification"),
                   budget=8, seed=4, optimizer_options=FAST).history
-
-
-def _key(config):
-    return tuple(sorted((k, repr(v)) for k, v in config.items()))
 
 
 # --------------------------------------------------------------------------- no Dask needed
@@ -112,8 +108,8 @@ def test_pending_configurations_shape_the_next_suggestion(splits, finished):
     third = optimizer.suggest(with_pending(finished, [(8, first.config), (9, second.config)], believer),
                               y_val=splits.y_val)
     batch = [first.config, second.config, third.config]
-    assert len({_key(c) for c in batch}) == 3
-    assert not {_key(c) for c in batch} & {_key(o.config) for o in finished}
+    assert len({config_key(c) for c in batch}) == 3
+    assert not {config_key(c) for c in batch} & {config_key(o.config) for o in finished}
     assert second.info.get("n_pending") == 1 and third.info.get("n_pending") == 2  # the diversity term saw them
 
     pseudo = believer.believers(finished, [(8, first.config), (9, second.config)])
@@ -126,7 +122,8 @@ def test_pending_configurations_shape_the_next_suggestion(splits, finished):
     for method in ("rs", "bo", "tpe", "divbo", "rb-es", "kbo-es", "eo", "nes", "dac-sb-es", "optdivbo-dac", "admm"):
         strategy = make_strategy(get_method(method), space, "error", seed=4, budget=20, optimizer_options=FAST)
         suggestion = strategy.suggest(with_pending(finished, [(8, first.config)], believer), y_val=splits.y_val)
-        assert _key(suggestion.config) not in {_key(o.config) for o in finished} | {_key(first.config)}, method
+        seen = {config_key(o.config) for o in finished} | {config_key(first.config)}
+        assert config_key(suggestion.config) not in seen, method
 
 
 @pytest.mark.timeout(60)
@@ -154,7 +151,7 @@ def test_two_workers_complete_the_budget(tmp_path, splits):
                     budget=10, seed=1, optimizer_options=FAST, workers=2, store=store)
     history = result.history
     assert [o.index for o in history] == list(range(10))
-    assert len({_key(o.config) for o in history}) == 10  # a batch never repeats a pending configuration
+    assert len({config_key(o.config) for o in history}) == 10  # a batch never repeats a pending configuration
     assert all(o.status == "ok" for o in history)
     assert result.info["parallel"]["workers"] == 2 and not result.info["parallel"]["lost"]
     assert result.test_loss < 0.2
@@ -228,35 +225,17 @@ def test_killed_worker_loses_its_evaluation_once_then_it_fails(splits):
     assert sum(o.status == "ok" for o in history) >= 2
 
 
-def _fault_seed(kinds=("raise", "hang", "nan"), budget=12):
-    return next(seed for seed in range(1000)
-                if set(kinds) <= {FaultPlan(0.3, 0.1, 0.05, seed).fault_for(i) for i in range(budget)}
-                and [FaultPlan(0.3, 0.1, 0.05, seed).fault_for(i) for i in range(budget)].count("hang") <= 1)
-
-
-def _check_faults(history, plan):
-    for obs in history:
-        fault = plan.fault_for(obs.index)
-        expected = {None: "ok", "raise": "failed", "nan": "failed", "hang": "timeout"}[fault]
-        assert obs.status == expected, (obs.index, fault, obs.error)
-        if fault == "raise":
-            assert "InjectedFault" in obs.error
-        if fault == "nan":
-            assert "NaN" in obs.error
-        assert FAULT_KEY not in obs.config
-
-
 @needs_dask
 @pytest.mark.timeout(150)
 @pytest.mark.timing
 def test_injected_faults_on_two_workers_are_all_recorded(tmp_path, splits):
-    seed = _fault_seed()
+    seed = fault_seed()
     store = RunStore(tmp_path / "run")
     result = search(splits, "classification", n_classes=2, method="optdivbo", space=tiny_space("classification"),
                     budget=12, seed=seed, optimizer_options=FAST, workers=2, time_limit=3,
                     faults="raise=0.3,hang=0.1,nan=0.05", store=store)
     assert [o.index for o in result.history] == list(range(12))
-    _check_faults(result.history, FaultPlan(0.3, 0.1, 0.05, seed))
+    check_faults(result.history, FaultPlan(0.3, 0.1, 0.05, seed))
     assert [(o.index, o.status) for o in store.load()] == [(o.index, o.status) for o in result.history]
     assert all(result.history[i].status == "ok" for i in result.member_indices)
 
@@ -264,12 +243,12 @@ def test_injected_faults_on_two_workers_are_all_recorded(tmp_path, splits):
 @pytest.mark.timeout(90)
 @pytest.mark.timing
 def test_injected_faults_without_dask(splits):
-    seed = _fault_seed(("raise", "nan"), budget=6)
+    seed = fault_seed(("raise", "nan"), budget=6)
     plan = FaultPlan(0.3, 0.1, 0.05, seed)
     result = search(splits, "classification", n_classes=2, method="rs", space=tiny_space("classification"),
                     budget=6, seed=seed, optimizer_options=FAST, time_limit=3, faults=plan)
     assert "parallel" not in result.info
-    _check_faults(result.history, plan)
+    check_faults(result.history, plan)
 
 
 @needs_dask
@@ -308,7 +287,7 @@ def test_driver_with_its_own_cluster_killed_and_resumed(tmp_path, frame, workers
     else:
         resumed = RunStore(out).load(predictions=False)
         assert [o.index for o in resumed] == list(range(budget))
-        assert len({_key(o.config) for o in resumed}) == budget
+        assert len({config_key(o.config) for o in resumed}) == budget
 
 
 MIN_KILLS = 5

@@ -88,16 +88,34 @@ def test_a_member_refitted_for_the_final_model_gets_the_run_s_threads():
     assert error is None and pipe.steps[-1][1].n_jobs == 2
 
 
-def test_the_product_uses_every_core_and_a_dask_cluster_shares_them(monkeypatch):
+def test_the_product_uses_every_core_one_evaluation_per_core_and_a_dask_cluster_shares_them(monkeypatch):
     monkeypatch.setattr("optdiv.evaluation.threads.available_cores", lambda: 8)
-    assert RunConfig().evaluation_threads() == 1  # the papers' protocol: one core
-    assert RunConfig.product().n_jobs == -1 and RunConfig.product().evaluation_threads() == 8
-    assert RunConfig.product(workers=4).evaluation_threads() == 2
-    assert RunConfig.product(workers=16).evaluation_threads() == 1
-    assert RunConfig.product(scheduler="tcp://x:8786").evaluation_threads() == 1
-    assert RunConfig.product(n_jobs=3).evaluation_threads() == 3
-    assert RunConfig.product().evaluation_threads(rows=THREADED_MIN_ROWS) == 8
-    assert RunConfig.product().evaluation_threads(rows=THREADED_MIN_ROWS - 1) == 1  # threads cost more than they save
+    assert RunConfig().evaluation_threads() == 1 and RunConfig().parallel_evaluations() == 1  # the papers': one core
+    timed = RunConfig.product(time_budget=60)
+    assert timed.n_jobs == -1 and timed.parallel_evaluations() == 8 and timed.evaluation_threads() == 1
+    untimed = RunConfig.product()  # a number of evaluations: one at a time, so a seeded run repeats exactly
+    assert untimed.parallel_evaluations() == 1 and untimed.evaluation_threads() == 8
+    assert timed.replace(parallel=2).evaluation_threads(rows=THREADED_MIN_ROWS) == 4
+    assert untimed.evaluation_threads(rows=THREADED_MIN_ROWS - 1) == 1  # threads cost more than they save
+    assert timed.replace(n_jobs=3).parallel_evaluations() == 3
+    dask = timed.replace(workers=4)  # Dask's workers decide: parallel is not used
+    assert dask.parallel_evaluations() == 1 and dask.evaluations_at_once() == 4 and dask.evaluation_threads() == 2
+    assert timed.replace(workers=16).evaluation_threads() == 1
+    assert timed.replace(scheduler="tcp://x:8786").evaluation_threads() == 1
+    assert timed.refit_threads() == 8  # the refits come after the search: every core
+    assert timed.refit_threads(rows=THREADED_MIN_ROWS - 1) == 1
+
+
+@pytest.mark.parametrize("bad", [0, -1, "all", 1.5, True])
+def test_parallel_takes_a_positive_number_or_auto(bad):
+    with pytest.raises(ValueError, match="parallel"):
+        RunConfig.product(parallel=bad)
+
+
+def test_parallel_and_dask_workers_are_one_or_the_other():
+    with pytest.raises(ValueError, match="workers or scheduler"):
+        RunConfig.product(parallel=2, workers=2)
+    assert RunConfig.product(parallel="auto", workers=2).parallel_evaluations() == 1
 
 
 def test_the_peak_memory_of_the_driver_and_of_its_largest_worker_is_reported():

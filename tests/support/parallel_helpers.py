@@ -13,6 +13,7 @@ from pathlib import Path
 from sklearn.base import BaseEstimator, ClassifierMixin
 from tiny_space import build, tiny_space
 
+from optdiv.evaluation.fault_plan import FAULT_KEY, FaultPlan
 from optdiv.spaces import SearchSpace
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
@@ -62,6 +63,28 @@ def drive(csv: str, out: str, budget: int, where: str = "none") -> None:
         parallel["scheduler"] = where
     run(csv, target="target", out=out, resume=(Path(out) / "meta.json").exists(), seed=3, method="optdivbo",
         space=tiny_space("classification"), budget=budget, optimizer_options=FAST, time_limit=60, **parallel)
+
+
+def config_key(config):
+    return tuple(sorted((k, repr(v)) for k, v in config.items()))
+
+
+def fault_seed(kinds=("raise", "hang", "nan"), budget=12):
+    return next(seed for seed in range(1000)
+                if set(kinds) <= {FaultPlan(0.3, 0.1, 0.05, seed).fault_for(i) for i in range(budget)}
+                and [FaultPlan(0.3, 0.1, 0.05, seed).fault_for(i) for i in range(budget)].count("hang") <= 1)
+
+
+def check_faults(history, plan):
+    for obs in history:
+        fault = plan.fault_for(obs.index)
+        expected = {None: "ok", "raise": "failed", "nan": "failed", "hang": "timeout"}[fault]
+        assert obs.status == expected, (obs.index, fault, obs.error)
+        if fault == "raise":
+            assert "InjectedFault" in obs.error
+        if fault == "nan":
+            assert "NaN" in obs.error
+        assert FAULT_KEY not in obs.config
 
 
 if __name__ == "__main__":
