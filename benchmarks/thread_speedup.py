@@ -1,8 +1,9 @@
 """How much faster each threaded algorithm fits on more threads: what a final refit on every core saves.
 
 Under a time budget the product evaluates one configuration per core, each on one thread, and refits the final
-members afterwards on every core; the time the search keeps back for those refits is predicted from the
-evaluations' one-thread fit times, so it must know how much the threads save. This fits each algorithm's library
+members afterwards on every core, while the time the search keeps back for those refits is predicted from the
+evaluations' one-thread fit times. Dividing that prediction by these speedups was tried and not kept (the searches
+used the time, and more final refits were skipped or cut: docs/results.md). This fits each algorithm's library
 default of the built-in auto-sklearn space on a synthetic table (the same generator as benchmarks/refit_scaling.py,
 so no benchmark dataset sets the figure) on one thread and on ``--threads``, and prints the speedup and the exponent
 ``b`` of ``speedup = (threads ratio) ** b``::

@@ -102,3 +102,20 @@ def test_run_budget_flag_takes_a_count_or_auto():
     assert config("--budget", "auto").evaluations() == 50
     with pytest.raises(SystemExit):
         config("--budget", "0")
+
+
+def test_run_parallel_flag_takes_a_count_or_auto_and_defaults_to_a_core_each_under_a_time_budget(monkeypatch):
+    from optdiv.cli import build_parser, run_config_from_args
+
+    monkeypatch.setattr("optdiv.evaluation.threads.available_cores", lambda: 4)
+
+    def config(*flags):
+        return run_config_from_args(build_parser().parse_args(["run", "--data", "x.csv", *flags]))
+
+    assert config("--time-budget", "60").parallel_evaluations() == 4
+    assert config("--time-budget", "60", "--n-jobs", "2").parallel_evaluations() == 2
+    assert config("--time-budget", "60", "--parallel", "1").evaluation_threads() == 4  # one at a time, threaded
+    assert config("--time-budget", "60", "--workers", "2").parallel_evaluations() == 1  # Dask decides
+    for bad in ("0", "many"):
+        with pytest.raises(SystemExit):
+            config("--parallel", bad)

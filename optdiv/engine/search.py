@@ -279,8 +279,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                             pipelines, digest, history, started=refitter is not None,
                             rows=refit_from_to,
                             refits_cap=(None if all_rows is None or time_budget is None
-                                        else SAMPLE_REFITS_SHARE * time_budget),
-                            threads=(threads, refit_threads))
+                                        else SAMPLE_REFITS_SHARE * time_budget))
     try:
         # cost-aware suggestion weighs candidates by the search's time left; ADMM weighs the constraints themselves
         strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,

@@ -82,11 +82,8 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         left = None if deadline is None else deadline.left() - FINISH_SECONDS - start
         safety = WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY
 
-        evaluated_on = int(result.info.get("threads", threads))  # threads of the fit times measured
-
         def predicted(obs) -> float:
-            return safety * refit_seconds(obs.algorithm, obs.fit_seconds, max(len(X), 1), len(X_all),
-                                          threads=(evaluated_on, threads))
+            return safety * refit_seconds(obs.algorithm, obs.fit_seconds, max(len(X), 1), len(X_all))
 
         on_all = members_to_refit(result, predicted, left)
         if in_worker and on_all and refitter is None:

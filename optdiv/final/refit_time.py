@@ -9,8 +9,6 @@ more rows). The exponents below come from fitting each algorithm's library defau
 
 from __future__ import annotations
 
-from typing import Tuple
-
 from optdiv.spaces.sklearn_models import KERNEL_SVM_MAX_ROWS
 
 #: ``seconds ~ rows ** exponent`` per algorithm, measured between 40,000 and 160,000 rows (classification and
@@ -32,37 +30,14 @@ ROWS_EXPONENT = {
 ROW_CAPS = {"libsvm_svc": KERNEL_SVM_MAX_ROWS, "libsvm_svr": KERNEL_SVM_MAX_ROWS}
 
 
-#: ``speedup = (threads of the refit / threads of the evaluation) ** exponent`` per algorithm whose models take
-#: threads (optdiv.evaluation.threads), from each library default fitted on one thread and on two on a synthetic
-#: table of 20,000 rows (benchmarks/thread_speedup.py); any other algorithm fits no faster on more threads. The
-#: product evaluates on one thread per core and refits on every core, so this is what the refits save.
-THREADS_EXPONENT = {
-    "random_forest": 0.9,  # measured 1.02 (2.03x); rounded down, as more threads share out a hundred trees less evenly
-    "extra_trees": 0.9,  # 0.94 (1.91x)
-    "lightgbm": 0.65,  # 0.66 (1.58x)
-    "gradient_boosting": 0.25,  # histogram boosting's OpenMP: 0.26 (1.20x)
-    "k_nearest_neighbors": 0.0,  # 0.09: its fit only builds a tree
-}
-
-
-def thread_speedup(algorithm: str, threads_from: int, threads_to: int) -> float:
-    """How many times faster ``algorithm`` fits on ``threads_to`` threads than it did on ``threads_from``."""
-    if threads_to <= threads_from or threads_from < 1:
-        return 1.0
-    return (threads_to / threads_from) ** THREADS_EXPONENT.get(algorithm, 0.0)
-
-
-def refit_seconds(algorithm: str, seconds: float, rows_from: float, rows_to: float,
-                  threads: Tuple[int, int] = (1, 1)) -> float:
-    """Predicted seconds of a fit of ``algorithm`` on ``rows_to`` rows that took ``seconds`` on ``rows_from``;
-    ``threads``: (the evaluation's threads, the refit's)."""
+def refit_seconds(algorithm: str, seconds: float, rows_from: float, rows_to: float) -> float:
+    """Predicted seconds of a fit of ``algorithm`` on ``rows_to`` rows that took ``seconds`` on ``rows_from``."""
     cap = ROW_CAPS.get(algorithm)
     if cap is not None:
         rows_from, rows_to = min(rows_from, cap), min(rows_to, cap)
-    faster = thread_speedup(algorithm, *threads)
     if rows_from <= 0 or rows_to <= 0:
-        return float(seconds) / faster
-    return float(seconds) * (rows_to / rows_from) ** ROWS_EXPONENT.get(algorithm, 1.0) / faster
+        return float(seconds)
+    return float(seconds) * (rows_to / rows_from) ** ROWS_EXPONENT.get(algorithm, 1.0)
 
 
 def fold_refit_seconds(algorithm: str, seconds: float, k: int) -> float:

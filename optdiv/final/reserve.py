@@ -49,8 +49,7 @@ def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) ->
 
 def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
                    n_folds: Optional[int], started: bool = False, refits_share: float = 1.0,
-                   rows: Tuple[float, float] = (3, 4), refits_cap: Optional[float] = None,
-                   threads: Tuple[int, int] = (1, 1)) -> float:
+                   rows: Tuple[float, float] = (3, 4), refits_cap: Optional[float] = None) -> float:
     """Predicted seconds from the end of the search to the end of the call for the final ``members``:
     :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits
     :func:`optdiv.final.fit.fit_model` does.
@@ -66,7 +65,6 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     the rest (:data:`REFIT_OVERRUN_SHARE`). ``refits_cap``: the most seconds those refits are reserved (a search on a
     row sample, whose refits on every row could otherwise claim the whole budget before the search has begun); a member
     whose own refit is predicted over the cap is left out of it, since it will stay fitted on the sample.
-    ``threads``: (each evaluation's threads, each refit's): a threaded algorithm refits faster on more of them.
     """
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:
@@ -76,8 +74,7 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
             reserve += REFIT_SAFETY * sum(fold_refit_seconds(obs.algorithm, obs.fit_seconds, n_folds)
                                           for obs in members)
     elif refit:
-        each = [WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows, threads=threads)
-                for obs in members]
+        each = [WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows) for obs in members]
         refits = sum(each)
         if refits_cap is not None:  # a member whose own refit is over the cap is never refitted: nothing kept for it
             refits = min(sum(t for t in each if t <= refits_cap), refits_cap)
@@ -91,15 +88,15 @@ class FinishReserve:
     """The seconds the search may still use: the time left before ``deadline`` less the predicted time of building
     the final model from the history as it stands (recomputed only when an evaluation was recorded since).
     ``started``: the refit worker was started with the search (:class:`optdiv.final.fit.Refitter`), so its
-    start-up is not reserved; ``threads``: (each evaluation's threads, each refit's)."""
+    start-up is not reserved."""
 
     def __init__(self, deadline: Optional[Deadline], y_val, loss: str, ensemble_size: int, seed: int, refit: bool,
                  n_folds: Optional[int], pipelines: Optional[SavedPipelines], digest: Optional[str],
                  history: Sequence = (), started: bool = False, rows: Tuple[float, float] = (3, 4),
-                 refits_cap: Optional[float] = None, threads: Tuple[int, int] = (1, 1)):
+                 refits_cap: Optional[float] = None):
         self.deadline, self.y_val, self.loss, self.ensemble_size, self.seed = deadline, y_val, loss, ensemble_size, seed
         self.refit, self.n_folds, self.pipelines, self.digest = refit, n_folds, pipelines, digest
-        self.started, self.rows, self.refits_cap, self.threads = started, rows, refits_cap, threads
+        self.started, self.rows, self.refits_cap = started, rows, refits_cap
         self.latest: Sequence = history  # the history as the loop last handed it over
         self.computed: Optional[tuple] = None  # (history key, seconds, seconds less the overrun) last computed
         self.members: List = []  # the likely final members of the history last computed
@@ -121,7 +118,7 @@ class FinishReserve:
                 self.members = likely_members(self.latest, self.y_val, self.loss, self.ensemble_size, self.seed)
             both = [finish_reserve(self.members, self.pipelines, self.digest, self.refit, self.n_folds,
                                    started=self.started, refits_share=share, rows=self.rows,
-                                   refits_cap=cap, threads=self.threads)
+                                   refits_cap=cap)
                     for share in (1.0, 1.0 - REFIT_OVERRUN_SHARE)]
             self.computed = (key, *both)
         return self.computed[2 if overrun else 1]

@@ -34,3 +34,4 @@ def test_the_search_keeps_back_each_members_refit_as_its_algorithm_grows():
     reserve = finish_reserve(members, None, None, True, None, started=True, rows=rows)
     assert reserve == pytest.approx(FINISH_SECONDS + expected)
     assert reserve != pytest.approx(FINISH_SECONDS + 3 * 2.0 * 16)  # not the linear guess
+

@@ -152,3 +152,18 @@ def test_a_time_budget_alone_ends_the_estimators_search():
     assert OptDivClassifier(time_budget=60).run_config().evaluations() is None
     assert OptDivRegressor(time_budget=60, budget=80).run_config().evaluations() == 80
     assert OptDivClassifier().run_config().evaluations() == 50
+
+
+def test_under_a_time_budget_the_estimator_evaluates_one_configuration_per_core_at_once():
+    from optdiv.evaluation.threads import available_cores
+
+    x, y = load_breast_cancer(return_X_y=True)
+    clf = OptDivClassifier(space=tiny_space("classification"), time_budget=20, n_jobs=2, seed=0)
+    clf.fit(x[:300], y[:300])
+    at_once = min(2, available_cores())
+    assert clf.run_config().parallel_evaluations() == at_once
+    if at_once > 1:
+        assert clf.result_.info["parallel"]["workers"] == 2 and not clf.result_.info["parallel"]["lost"]
+    indices = [obs.index for obs in clf.result_.history]
+    assert len(set(indices)) == len(indices) >= 4  # each evaluation recorded once
+    assert clf.score(x[300:], y[300:]) > 0.85
