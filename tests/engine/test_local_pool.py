@@ -47,6 +47,7 @@ def test_two_evaluations_at_once_complete_the_budget_and_see_each_other_pending(
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.timing  # a 3 s limit that a hang must pass and a first fit must not: run alone
 def test_injected_faults_on_two_local_workers_are_all_recorded(splits):
     seed = fault_seed()
     result = search(splits, "classification", n_classes=2, method="optdivbo", space=tiny_space("classification"),
