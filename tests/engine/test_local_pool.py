@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from parallel_helpers import FAST, SLEEP_SECONDS, check_faults, config_key, fault_seed, sleepy_space
+from parallel_helpers import FAST, SLEEP_SECONDS, CustomEvaluator, check_faults, config_key, fault_seed, sleepy_space
 from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
@@ -15,7 +15,6 @@ from optdiv.data import from_frame, split
 from optdiv.engine.search import search
 from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.fault_plan import FaultPlan
-from optdiv.evaluation.interface import EvaluatorInterface
 from optdiv.execution.factory import make_runner
 from optdiv.execution.local_pool import LocalPoolRunner
 from optdiv.execution.sequential import SequentialRunner
@@ -74,14 +73,7 @@ def test_closing_the_pool_ends_a_running_evaluation_s_worker(splits):
 
 
 def test_a_replay_or_custom_evaluator_stays_sequential_and_one_at_a_time_needs_no_pool(splits):
-    class Fixed(EvaluatorInterface):
-        def evaluate(self, config, index):
-            raise AssertionError("not reached")
-
-        def close(self):
-            pass
-
-    assert isinstance(make_runner(Fixed(), parallel=4), SequentialRunner)
+    assert isinstance(make_runner(CustomEvaluator(), parallel=4), SequentialRunner)
     live = Evaluator(tiny_space("classification").build, splits, "classification", "error", n_classes=2)
     assert isinstance(make_runner(live, parallel=1), SequentialRunner)
     with pytest.raises(ValueError, match="at least 1"):

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from parallel_helpers import FAST, SLEEP_SECONDS, check_faults, config_key, drive, fault_seed, sleepy_space
+from parallel_helpers import (FAST, SLEEP_SECONDS, CustomEvaluator, check_faults, config_key, drive, fault_seed,
+                              sleepy_space)
 from sklearn.datasets import load_breast_cancer
 from tiny_space import tiny_space
 
@@ -24,7 +25,6 @@ from optdiv.engine.loop import BelieverModel, with_pending
 from optdiv.engine.search import search
 from optdiv.evaluation.fault_plan import FAULT_KEY, FaultPlan, parse_faults
 from optdiv.evaluation.faults import FaultyBuild
-from optdiv.evaluation.interface import EvaluatorInterface
 from optdiv.evaluation.observation import PENDING
 from optdiv.execution.dask_runner import DaskUnavailable, local_cluster
 from optdiv.storage.files import RunStore
@@ -353,19 +353,12 @@ def _lines(path: Path) -> int:
 
 
 def test_replay_and_custom_evaluators_stay_sequential(splits):
-    class Fixed(EvaluatorInterface):
-        def evaluate(self, config, index):
-            raise AssertionError("not reached")
-
-        def close(self):
-            pass
-
     with pytest.raises(ValueError, match="live evaluator"):
         search(splits, "classification", n_classes=2, method="rs", space=tiny_space("classification"), budget=2,
-               workers=2, evaluator=Fixed())
+               workers=2, evaluator=CustomEvaluator())
     with pytest.raises(ValueError, match="live evaluator"):
         search(splits, "classification", n_classes=2, method="rs", space=tiny_space("classification"), budget=2,
-               evaluator=Fixed(), faults="raise=0.5")
+               evaluator=CustomEvaluator(), faults="raise=0.5")
 
 
 def test_bench_takes_workers_for_live_searches_only(tmp_path):

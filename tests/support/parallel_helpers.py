@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from tiny_space import build, tiny_space
 
 from optdiv.evaluation.fault_plan import FAULT_KEY, FaultPlan
+from optdiv.evaluation.interface import EvaluatorInterface
 from optdiv.spaces import SearchSpace
 
 FAST = {"n_random": 150, "n_local": 10, "n_trees": 20}
@@ -63,6 +64,16 @@ def drive(csv: str, out: str, budget: int, where: str = "none") -> None:
         parallel["scheduler"] = where
     run(csv, target="target", out=out, resume=(Path(out) / "meta.json").exists(), seed=3, method="optdivbo",
         space=tiny_space("classification"), budget=budget, optimizer_options=FAST, time_limit=60, **parallel)
+
+
+class CustomEvaluator(EvaluatorInterface):
+    """An evaluator without a worker recipe (as a replay's or a user's): it can only run in the search's process."""
+
+    def evaluate(self, config, index):
+        raise AssertionError("not reached")
+
+    def close(self):
+        pass
 
 
 def config_key(config):
