@@ -16,7 +16,8 @@ peak resident memory of the driver, of its largest worker and of the whole proce
 algorithms were evaluated and which failed; ``lightgbm`` is ``LGBMClassifier()`` / ``LGBMRegressor()`` at their
 defaults on the same cores and rows. A rerun skips the fits already in ``OUT/results.jsonl``. ``--jobs 2`` runs
 two fits at once on disjoint cores (fewest cores first; a fit waits until its cores are free), so one-core fits pair
-up on a 2-core machine. ``report`` writes ``OUT/table.md`` with a Wilcoxon test of the most cores against one.
+up on a 2-core machine. ``report`` writes ``OUT/table.md`` with a Wilcoxon test of the most cores against one;
+``compare --out OUT --against OTHER/results.jsonl`` pairs two runs of the same fits (two versions of the code).
 """
 
 from __future__ import annotations
@@ -260,6 +261,38 @@ def report(args) -> int:
     return 0
 
 
+def compare(args) -> int:
+    """Two runs of the same fits (e.g. two versions of the code): the new run's optdiv fits paired with the old's by
+    (data, seed, cores), with a Wilcoxon test of their test errors and each run's fits ending more than 10 s early
+    or late."""
+    from statistics import mean
+
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from optdiv.bench.stats import relative_pairs_line
+
+    def fits(path):
+        records = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+        return {(r["data"], r["seed"], r["cores"]): r for r in records
+                if r.get("status") == "ok" and r["system"] == "optdiv"}
+
+    new, old = fits(Path(args.out) / "results.jsonl"), fits(args.against)
+    keys = sorted(set(new) & set(old), key=lambda k: (k[2], k[0], k[1]))
+    lines = [f"# {args.out} against {args.against}", ""]
+    for cores in sorted({k[2] for k in keys}):
+        both = [k for k in keys if k[2] == cores]
+        lines.append(relative_pairs_line(f"{cores} cores", [new[k]["test_error"] for k in both],
+                                         [old[k]["test_error"] for k in both]) + ".")
+        for name, run_ in (("new", new), ("old", old)):
+            walls = [run_[k]["wall_seconds"] - run_[k]["seconds"] for k in both]
+            lines.append(f"- {name}: {sum(w < -10 for w in walls)} of {len(both)} fits ended more than 10 s early, "
+                         f"{sum(w > 10 for w in walls)} more than 10 s late; mean end {mean(walls):+.1f} s from the "
+                         f"budget; {sum(run_[k]['evaluations'] for k in both)} evaluations")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -276,6 +309,9 @@ def main(argv=None) -> int:
     runner.add_argument("--out", default="runs/scale")
     reporter = sub.add_parser("report")
     reporter.add_argument("--out", default="runs/scale")
+    against = sub.add_parser("compare", help="pair this run's fits with another run's (e.g. an older version)")
+    against.add_argument("--out", default="runs/scale")
+    against.add_argument("--against", required=True, help="the other run's results.jsonl")
     one = sub.add_parser("fit")
     one.add_argument("job")
     args = parser.parse_args(argv)
@@ -287,7 +323,7 @@ def main(argv=None) -> int:
                       "traceback": traceback.format_exc()[-3000:]}
         print(json.dumps(record), flush=True)
         return 0
-    return run(args) if args.command == "run" else report(args)
+    return {"run": run, "report": report, "compare": compare}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,35 @@ def test_the_report_pairs_the_most_cores_with_one(script, tmp_path, capsys):
     assert "Fits ending more than 10 s from their budget: 2 of 8." in table
 
 
+def test_compare_pairs_two_runs_of_the_same_fits_and_counts_their_early_ends(script, tmp_path, capsys):
+    scale = script("scale")
+
+    def write(folder, errors, walls, unpaired=False):
+        folder.mkdir()
+        records = [{"data": "d", "seed": seed, "cores": 2, "system": "optdiv", "status": "ok", "test_error": error,
+                    "evaluations": 10, "wall_seconds": wall, "seconds": 60.0}
+                   for seed, (error, wall) in enumerate(zip(errors, walls))]
+        if unpaired:  # a fit of one run only: not paired
+            records.append({"data": "d", "seed": 9, "cores": 2, "system": "optdiv", "status": "ok", "test_error": 1.0,
+                            "evaluations": 10, "wall_seconds": 60.0, "seconds": 60.0})
+        (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        return folder
+
+    old = write(tmp_path / "old", [5.0, 6.0, 7.0], [45.0, 58.0, 49.0], unpaired=True)
+    new = write(tmp_path / "new", [4.0, 6.0, 6.3], [55.0, 58.0, 72.0])
+
+    class Args:
+        out, against = str(new), str(old / "results.jsonl")
+
+    scale.compare(Args)
+    text = capsys.readouterr().out
+    # relative changes -20 %, 0, -10 %: the median -10 %; the level pair is dropped by the test
+    assert "2 cores over 3 pairs: 2 lower / 1 level / 0 higher, median -10.0 %, Wilcoxon p = " in text
+    assert "- new: 0 of 3 fits ended more than 10 s early, 1 more than 10 s late;" in text
+    assert "- old: 2 of 3 fits ended more than 10 s early, 0 more than 10 s late;" in text
+    assert "30 evaluations" in text
+
+
 def test_jobs_run_side_by_side_on_disjoint_cores(script, tmp_path, monkeypatch):
     scale = script("scale")
     monkeypatch.setattr(scale, "available_cores", lambda: [0, 1])
