@@ -48,6 +48,8 @@ evaluations; that holds with several workers too, since each evaluation is cappe
 That cap (``run_left``) may reach past the search's own end into the part of the final model's reserve that is
 optional (refits on more rows), so an evaluation that runs longer than predicted still counts instead of being
 thrown away with the time it ran.
+When nothing fits any more, ``ahead`` (the engine's refits of the likely final members) may first do part of the final
+model's work; when that gives time back (the reserve was larger than the work), the search goes on.
 An evaluation cut at the deadline (:data:`~optdiv.evaluation.observation.DEADLINE`) is not recorded: it stays issued
 without a result, so a resumed run evaluates it again. Evaluations still running :data:`GIVE_UP_SECONDS` past
 the search's end are cancelled.
@@ -88,6 +90,7 @@ class LoopResult:
     suggest_seconds: List[float]  # of this session's suggestions that were recorded, in index order
     stopped: Optional[str] = None  # why the search stopped before its budget (the time budget), if it did
     fill_ins: int = 0  # suggestions replaced by a configuration that fits in the time left
+    went_on: int = 0  # times the search went on after refits run ahead gave back time it had kept for them
     parallel: Optional[Dict] = None  # the runner's report plus re-queued, lost and re-issued indices
 
 
@@ -95,7 +98,8 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
                 budget: Optional[int], predictor, store: Store, time_left: Optional[Callable[[], float]] = None,
                 run_left: Optional[Callable[[], float]] = None, fill_in: bool = True, constraints: Sequence = (),
                 progress: Optional[Callable[[int, Optional[int], Observation], None]] = None,
-                on_finished: Optional[Callable[[List[Observation], Sequence[int]], None]] = None) -> LoopResult:
+                on_finished: Optional[Callable[[List[Observation], Sequence[int]], None]] = None,
+                ahead: Optional[Callable[[List[Observation]], bool]] = None) -> LoopResult:
     """Run evaluations on ``runner`` until ``budget`` evaluations are recorded or the time is up.
 
     ``history``: the stored observations (a resumed run), extended in place in index order; ``store``: where every
@@ -106,6 +110,8 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
     that does not fit in the time left (False for a replay, whose library has only the members it has).
     ``on_finished(history, ensemble)`` runs after each recorded observation, with the evaluation indices of the
     ensemble the latest suggestion was made for (saved pipelines to keep); ``progress(recorded, budget, obs)`` too.
+    ``ahead(history)``: run when the time left would end the search, to do part of the final model's work now (the
+    refits); True when it did some, and the loop then checks the time left again.
     """
     done = history  # kept in index order; with one evaluation at a time every record appends
     log = store.issued
@@ -117,7 +123,7 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
     if missing:
         raise ValueError(f"run {store.location}: evaluations {missing[:10]} were neither issued "
                          f"nor recorded; the run directory is damaged")
-    state = {"stopped": None, "last_seconds": 0.0, "ensemble": []}
+    state = {"stopped": None, "last_seconds": 0.0, "ensemble": [], "ahead": 0}
     stats = {"requeued": [], "lost": [], "reissued": list(reissue)}
     suggested: Dict[int, float] = {}
     running: Dict[int, dict] = {}  # index -> configuration, of every evaluation submitted and not yet ended
@@ -137,10 +143,15 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
     def may_issue() -> bool:
         if state["stopped"] is not None or not (budget is None or next_index < budget):
             return False
-        if time_left is not None and time_left() <= state["last_seconds"] + least_duration(space, predictor):
-            state["stopped"] = "time budget: no evaluation fits in the time left"
-            return False
+        if time_left is not None and not fits():
+            if ahead is None or not ahead(done) or not fits():
+                state["stopped"] = "time budget: no evaluation fits in the time left"
+                return False
+            state["ahead"] += 1
         return True
+
+    def fits() -> bool:
+        return time_left() > state["last_seconds"] + least_duration(space, predictor)
 
     def record(obs: Observation, seconds: float) -> None:
         predictor.observe(obs.algorithm, seconds)
@@ -240,7 +251,7 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
                                             "startup_seconds": report["startup_seconds"], "stopped": state["stopped"]}
     recorded = {obs.index for obs in done}
     return LoopResult(history=done, suggest_seconds=[suggested[i] for i in sorted(suggested) if i in recorded],
-                      stopped=state["stopped"], fill_ins=fill_ins, parallel=parallel)
+                      stopped=state["stopped"], fill_ins=fill_ins, parallel=parallel, went_on=state["ahead"])
 
 
 def canonical_config(config: dict) -> dict:

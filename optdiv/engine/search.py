@@ -31,7 +31,8 @@ from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.execution.factory import make_runner
 from optdiv.execution.runner import Runner
 from optdiv.final.choice import FinalSettings, finalize, resolve_selection
-from optdiv.final.fit import Refitter, fit_model
+from optdiv.final.fit import WORKER_REFIT_SAFETY, Refitter, fit_model
+from optdiv.final.refit_time import refit_seconds
 from optdiv.final.model import model_prediction
 from optdiv.final.reserve import FinishReserve
 from optdiv.spaces import SearchSpace, get_space
@@ -125,7 +126,8 @@ def search(
             prepared.strategy, prepared.runner, prepared.history, y_val=prepared.splits.y_val, space=prepared.space,
             seed=c.seed, loss=prepared.loss, budget=c.evaluations(), predictor=prepared.predictor, store=store,
             time_left=prepared.time_left, run_left=prepared.run_left, fill_in=candidates is None,
-            constraints=prepared.constraints, progress=progress, on_finished=prepared.finished)
+            constraints=prepared.constraints, progress=progress, on_finished=prepared.finished,
+            ahead=None if prepared.refitter is None else prepared.refit_ahead)
         return finish(prepared, outcome, classes, columns)
     except BaseException:  # the refit worker started with the search ends with it (fit_model ends it otherwise)
         if prepared.refitter is not None:
@@ -173,6 +175,44 @@ class PreparedSearch:
         """The seconds an evaluation already running may still use (a callable; past :attr:`time_left` by a share
         of the optional refits, :data:`~optdiv.final.reserve.REFIT_OVERRUN_SHARE`), or None without a time budget."""
         return None if self.deadline is None else self.reserve.run_left
+
+    def refit_ahead(self, done: List) -> bool:
+        """When the search would stop to keep time for the final model: refit now the members the final model would
+        hold if the search stopped here (heaviest first), then the reserve's likely members, those not refitted yet,
+        each while its predicted refit fits; the final model's reserve shrinks to what is still to do, and the time
+        a refit quicker than predicted saves goes back to the search. True when a refit ran (the loop then checks
+        the time left again)."""
+        if self.refitter is None:
+            return False
+        self.reserve.follow(done)
+        self.reserve.seconds()  # the likely members of this history
+        members = self.final_members(done)
+        members += [obs for obs in self.reserve.members if obs.index not in {o.index for o in members}]
+        rows = self.reserve.rows
+
+        def predicted(obs) -> float:
+            return WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows)
+
+        ran = self.refitter.refit_ahead(members, predicted)
+        self.reserve.forget()
+        return bool(ran)
+
+    def final_settings(self) -> FinalSettings:
+        """How the final model is chosen over the history (the method's final step, the product's selection)."""
+        c = self.config
+        return FinalSettings(self.loss, c.ensemble, c.ensemble_size, c.seed, self.task, self.n_classes,
+                             sampler=c.sampler, vote=bool(c.vote), tune_rho=self.n_folds is not None,
+                             selection_loss=self.ensemble_loss, bags=self.ensemble_bags)
+
+    def final_members(self, done: List) -> List:
+        """The members the final model would hold if the search stopped now, heaviest first ([] when it cannot be
+        chosen yet, e.g. no successful run)."""
+        try:
+            choice, _ = finalize(self.method, self.strategy, done, self.splits.y_val, self.final_settings())
+        except (ValueError, RuntimeError):
+            return []
+        order = sorted(range(len(choice.members)), key=lambda p: (-float(choice.weights[p]), p))
+        return [done[choice.members[p]] for p in order]
 
     def finished(self, done: List, ensemble: Sequence[int] = ()) -> None:
         """After each recorded evaluation: the finishing reserve follows the history, and saved pipelines that
@@ -279,7 +319,8 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                             pipelines, digest, history, started=refitter is not None,
                             rows=refit_from_to,
                             refits_cap=(None if all_rows is None or time_budget is None
-                                        else SAMPLE_REFITS_SHARE * time_budget))
+                                        else SAMPLE_REFITS_SHARE * time_budget),
+                            refitted=None if refitter is None else refitter.done)
     try:
         # cost-aware suggestion weighs candidates by the search's time left; ADMM weighs the constraints themselves
         strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,
@@ -311,9 +352,7 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
                            f"({len(history)} evaluated); raise the time budget")
     if constraints:
         require_feasible(history, constraints)
-    choice, val_pred = finalize(spec, p.strategy, history, splits.y_val, FinalSettings(
-        loss, c.ensemble, c.ensemble_size, seed, task, p.n_classes, sampler=c.sampler, vote=bool(c.vote),
-        tune_rho=n_folds is not None, selection_loss=p.ensemble_loss, bags=p.ensemble_bags))
+    choice, val_pred = finalize(spec, p.strategy, history, splits.y_val, p.final_settings())
     result = SearchResult(
         history=history,
         member_indices=choice.members,
@@ -332,7 +371,8 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
               **({} if stopped is None else {"stopped": stopped}),
               **({"ensemble_selection": {"loss": p.ensemble_loss or loss, "bags": int(p.ensemble_bags)}}
                  if spec.final == "ensemble" and spec.options.get("builder", c.ensemble) == "caruana" else {}),
-              **({"time_fill_ins": outcome.fill_ins} if outcome.fill_ins else {})},
+              **({"time_fill_ins": outcome.fill_ins} if outcome.fill_ins else {}),
+              **({"went_on_after_refits": outcome.went_on} if outcome.went_on else {})},
         stacker=choice.stacker,
         vote=choice.vote,
         pipelines=p.pipelines,

@@ -83,9 +83,12 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         safety = WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY
 
         def predicted(obs) -> float:
+            if refitter is not None and refitter.done(obs):  # refitted during the search (or failed there)
+                return 0.0
             return safety * refit_seconds(obs.algorithm, obs.fit_seconds, max(len(X), 1), len(X_all))
 
-        on_all = members_to_refit(result, predicted, left)
+        ready = [] if refitter is None else [i for i in result.member_indices if refitter.done(result.history[i])]
+        on_all = members_to_refit(result, predicted, left, free=ready)
         if in_worker and on_all and refitter is None:
             refitter = Refitter(space, X_all, y_all, task, None if classes is None else len(classes), seed, saved,
                                 deadline, threads=threads)
@@ -95,7 +98,9 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         # light one; then, in the time the planned refits left (they may take less than predicted), the heaviest
         # of the others whose refit is now predicted to fit
         by_weight = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
-        later = []
+        later, ahead = [], []
+        if refitter is not None and refitter.ahead_times:
+            report["refit_times"] = list(refitter.ahead_times)  # every refit run ahead, member or not any more
         if refit and not cross_validated and deadline is not None and (refitter is not None or not in_worker):
             later = [p for p in by_weight if p not in on_all]
         for position in [p for p in by_weight if p in on_all] + later:
@@ -105,13 +110,20 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                     continue
                 on_all.add(position)
             rounds = kept_rounds(obs.measures)  # a member whose evaluation was cut is refitted as it was scored
-            refit_began = time.perf_counter()
+            if refitter is not None and refitter.done(obs):
+                refits[position] = refitter.fit(obs)  # refitted ahead, during the search: read back
+                if refits[position][0] is not None:
+                    ahead.append(obs.index)
+                continue
+            expected, refit_began = predicted(obs), time.perf_counter()
             refits[position] = (refitter.fit(obs) if refitter is not None
                                 else _fitted(space, obs.config, X_all, y_all, seed, task, threads, rounds))
             # predicted against taken, per refit: what the search's reserve for the refits can be checked on
             report.setdefault("refit_times", []).append(
-                {"index": obs.index, "predicted": round(predicted(obs), 2),
+                {"index": obs.index, "predicted": round(expected, 2),
                  "seconds": round(time.perf_counter() - refit_began, 2), "ok": refits[position][0] is not None})
+        if ahead:
+            report["refitted_ahead"] = len(ahead)
         if refit and not cross_validated:
             n_members = len(result.member_indices)
             if len(on_all) == n_members:
@@ -174,17 +186,52 @@ class Refitter:
                                    n_classes=n_classes, seed=seed, time_limit=max(deadline.left(), 1.0),
                                    pipelines_dir=saved.folder, threads=threads)
         self.evaluator.spawn()
+        self.failed: Dict[int, str] = {}  # evaluation index -> why its refit failed (it is not tried again)
+        self.ahead_times: List[Dict] = []  # the refits run ahead, during the search (:meth:`refit_ahead`)
 
     def fit(self, obs):
-        """(the member refitted on train+validation, None) or (None, why not)."""
-        left = self.deadline.left() - FINISH_SECONDS
-        if left <= 0:
-            return None, "no time left for the refit"
-        error = self.evaluator.fit_and_save(obs.config, obs.index, left, kept_rounds(obs.measures))
-        if error is not None:
-            return None, error
+        """(the member refitted on train+validation, None) or (None, why not); a member already refitted
+        (:meth:`refit_ahead`) is read back, and one whose refit failed there is not tried again."""
+        if obs.index in self.failed:
+            return None, self.failed[obs.index]
+        if not self.has(obs):
+            error = self._refit(obs)
+            if error is not None:
+                return None, error
         pipe = self.saved.load(self.digest, obs.index)
         return (pipe, None) if pipe is not None else (None, "the refitted pipeline could not be read back")
+
+    def has(self, obs) -> bool:
+        """Whether ``obs``'s refit on train+validation is saved (by this search, or a run it resumes)."""
+        return self.saved.has(self.digest, obs.index)
+
+    def done(self, obs) -> bool:
+        """Whether the final model needs no more time for ``obs``'s refit: saved, or already failed."""
+        return obs.index in self.failed or self.has(obs)
+
+    def refit_ahead(self, members: Sequence, predicted: Callable[[Any], float]) -> List[Dict]:
+        """Refit now, in the order given, the ``members`` not refitted yet whose ``predicted`` refit seconds fit in
+        the time left: the search runs this when it would otherwise stop for the final model's reserve, so a refit
+        quicker than predicted gives its time back to the search. What each took, as fit_model reports it."""
+        times = []
+        for obs in members:
+            if self.done(obs) or predicted(obs) > self.deadline.left() - FINISH_SECONDS:
+                continue
+            began = time.perf_counter()
+            error = self._refit(obs)
+            times.append({"index": obs.index, "predicted": round(predicted(obs), 2),
+                          "seconds": round(time.perf_counter() - began, 2), "ok": error is None, "ahead": True})
+        self.ahead_times.extend(times)
+        return times
+
+    def _refit(self, obs) -> Optional[str]:
+        """Refit and save ``obs``'s pipeline under the deadline; None when saved, else why not (remembered)."""
+        left = self.deadline.left() - FINISH_SECONDS
+        error = ("no time left for the refit" if left <= 0 else
+                 self.evaluator.fit_and_save(obs.config, obs.index, left, kept_rounds(obs.measures)))
+        if error is not None:
+            self.failed[obs.index] = error
+        return error
 
     def close(self) -> None:
         self.evaluator.close()
@@ -227,15 +274,18 @@ def members_to_refit(result: SearchResult, predicted: Callable[[Any], float], le
                      free: Sequence[int] = ()) -> set:
     """Positions of the members to refit: all without a deadline; under one, the heaviest weights first, each
     while its ``predicted`` refit seconds (of its observation) still fit, so the time left buys the refits that
-    matter most instead of none. Members whose evaluation index is in ``free`` cost nothing (they are loaded, not
-    refitted)."""
+    matter most instead of none. Members whose position in the history is in ``free`` cost nothing and are always
+    chosen (loaded, not refitted: a saved fold bag, a refit run ahead)."""
     positions = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
     if left is None:
         return set(positions)
     chosen, spent = set(), 0.0
     for position in positions:
         i = result.member_indices[position]
-        cost = 0.0 if i in free else predicted(result.history[i])
+        if i in free:  # already done: chosen even when no time is left
+            chosen.add(position)
+            continue
+        cost = predicted(result.history[i])
         if spent + cost <= left:
             chosen.add(position)
             spent += cost

@@ -7,7 +7,7 @@ final ensemble would hold if the search stopped now (:func:`likely_members`), no
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -49,7 +49,8 @@ def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) ->
 
 def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
                    n_folds: Optional[int], started: bool = False, refits_share: float = 1.0,
-                   rows: Tuple[float, float] = (3, 4), refits_cap: Optional[float] = None) -> float:
+                   rows: Tuple[float, float] = (3, 4), refits_cap: Optional[float] = None,
+                   refitted: Optional[Callable[[object], bool]] = None) -> float:
     """Predicted seconds from the end of the search to the end of the call for the final ``members``:
     :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits
     :func:`optdiv.final.fit.fit_model` does.
@@ -64,7 +65,8 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     optional (a member whose refit does not fit stays fitted on train), so an evaluation already running may use
     the rest (:data:`REFIT_OVERRUN_SHARE`). ``refits_cap``: the most seconds those refits are reserved (a search on a
     row sample, whose refits on every row could otherwise claim the whole budget before the search has begun); a member
-    whose own refit is predicted over the cap is left out of it, since it will stay fitted on the sample.
+    whose own refit is predicted over the cap is left out of it, since it will stay fitted on the sample. A member
+    ``refitted`` says is done (refitted ahead, during the search) costs its loading only.
     """
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:
@@ -74,7 +76,8 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
             reserve += REFIT_SAFETY * sum(fold_refit_seconds(obs.algorithm, obs.fit_seconds, n_folds)
                                           for obs in members)
     elif refit:
-        each = [WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows) for obs in members]
+        each = [WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows) for obs in members
+                if refitted is None or not refitted(obs)]
         refits = sum(each)
         if refits_cap is not None:  # a member whose own refit is over the cap is never refitted: nothing kept for it
             refits = min(sum(t for t in each if t <= refits_cap), refits_cap)
@@ -93,10 +96,10 @@ class FinishReserve:
     def __init__(self, deadline: Optional[Deadline], y_val, loss: str, ensemble_size: int, seed: int, refit: bool,
                  n_folds: Optional[int], pipelines: Optional[SavedPipelines], digest: Optional[str],
                  history: Sequence = (), started: bool = False, rows: Tuple[float, float] = (3, 4),
-                 refits_cap: Optional[float] = None):
+                 refits_cap: Optional[float] = None, refitted: Optional[Callable[[object], bool]] = None):
         self.deadline, self.y_val, self.loss, self.ensemble_size, self.seed = deadline, y_val, loss, ensemble_size, seed
         self.refit, self.n_folds, self.pipelines, self.digest = refit, n_folds, pipelines, digest
-        self.started, self.rows, self.refits_cap = started, rows, refits_cap
+        self.started, self.rows, self.refits_cap, self.refitted = started, rows, refits_cap, refitted
         self.latest: Sequence = history  # the history as the loop last handed it over
         self.computed: Optional[tuple] = None  # (history key, seconds, seconds less the overrun) last computed
         self.members: List = []  # the likely final members of the history last computed
@@ -118,10 +121,14 @@ class FinishReserve:
                 self.members = likely_members(self.latest, self.y_val, self.loss, self.ensemble_size, self.seed)
             both = [finish_reserve(self.members, self.pipelines, self.digest, self.refit, self.n_folds,
                                    started=self.started, refits_share=share, rows=self.rows,
-                                   refits_cap=cap)
+                                   refits_cap=cap, refitted=self.refitted)
                     for share in (1.0, 1.0 - REFIT_OVERRUN_SHARE)]
             self.computed = (key, *both)
         return self.computed[2 if overrun else 1]
+
+    def forget(self) -> None:
+        """Plan again at the next :meth:`seconds` (members were refitted ahead: their refits need no more time)."""
+        self.computed = None
 
     def search_left(self) -> float:
         """Seconds the search may still use: the time left less what building the final model needs."""

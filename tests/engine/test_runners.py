@@ -178,6 +178,40 @@ def test_an_evaluation_is_capped_at_the_run_left_which_may_reach_into_the_option
     # is spent, though a running evaluation could still use run_left
 
 
+def test_when_nothing_fits_the_loop_lets_the_final_models_work_run_ahead_and_goes_on_with_the_time_it_gives_back():
+    space = tiny_space("classification")
+    predictor = DurationPredictor()
+    predictor.observe("tree", 1.0)
+    predictor.observe("linear", 1.0)
+    clock = {"left": 0.5, "ahead": []}  # seconds the search may still use: too few for any evaluation
+
+    def ahead(done):  # the refits run ahead: the first gives 10 s back, then nothing is left to do
+        clock["ahead"].append(len(done))
+        if len(clock["ahead"]) > 1:
+            return False
+        clock["left"] = 10.0
+        return True
+
+    def run_one():  # each evaluation takes 3 s of the time left
+        clock["left"] -= 3.0
+        return [Done(done.index, done.config, done.observation, 3.0) for done in FakeRunner.wait(runner)]
+
+    runner = FakeRunner(capacity=1)
+    runner.wait = lambda give_up=None: run_one()
+    strategy = make_strategy(get_method("rs"), space, "error", seed=2, budget=20)
+    result = search_loop(strategy, runner, [], y_val=Y_VAL, space=space, seed=2, loss="error", budget=20,
+                         predictor=predictor, store=MemoryStore(), time_left=lambda: clock["left"], ahead=ahead)
+    assert clock["ahead"] == [0, 3]  # asked when nothing fitted; after three evaluations asked again, in vain
+    assert len(result.history) == 3 and result.went_on == 1  # 10 s bought three evaluations of 3 s, not a 4th
+    assert result.stopped == "time budget: no evaluation fits in the time left"
+    strategy = make_strategy(get_method("rs"), space, "error", seed=2, budget=20)
+    clock["left"], clock["ahead"] = 0.5, [1, 2]  # nothing to run ahead any more: the search stops at once
+    result = search_loop(strategy, FakeRunner(capacity=1), [], y_val=Y_VAL, space=space, seed=2, loss="error",
+                         budget=20, predictor=predictor, store=MemoryStore(), time_left=lambda: clock["left"],
+                         ahead=ahead)
+    assert not result.history and result.went_on == 0 and clock["ahead"] == [1, 2, 0]
+
+
 def test_a_store_with_an_index_neither_issued_nor_recorded_is_refused(tmp_path):
     store = RunStore(tmp_path / "run")
     first, _ = _loop(FakeRunner(), store, budget=3)

@@ -378,3 +378,53 @@ def test_the_search_starts_the_refit_worker_and_reserves_the_likely_members_refi
     # each refit alone over the cap: none will happen, so none is kept time for
     assert finish_reserve(members, None, None, True, None, started=True, rows=(50_000, 800_000),
                           refits_cap=40.0) == pytest.approx(FINISH_SECONDS)
+
+
+def test_members_refitted_ahead_cost_the_reserve_only_their_loading_and_the_final_model_reads_them_back(cls_splits):
+    import pandas as pd
+
+    from optdiv.final.fit import Refitter
+    from optdiv.final.reserve import finish_reserve
+
+    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=12, seed=2)
+    members = [result.history[i] for i in result.member_indices]
+    assert len(members) >= 2
+    X_all = pd.concat([cls_splits.X_train, cls_splits.X_val], axis=0)
+    y_all = np.concatenate([cls_splits.y_train, cls_splits.y_val])
+    refitter = Refitter(result.space, X_all, y_all, "classification", 2, 2, result.pipelines,
+                        Deadline(time.perf_counter() + 600))
+    first, second = members[0], members[1]
+    times = refitter.refit_ahead([first], lambda obs: 1.0)
+    assert [t["index"] for t in times] == [first.index] and times[0]["ok"] and times[0]["ahead"]
+    assert refitter.done(first) and not refitter.done(second)
+    assert refitter.refit_ahead([first], lambda obs: 1.0) == []  # never twice
+    assert refitter.refit_ahead([second], lambda obs: 1e6) == [] and not refitter.done(second)  # would not fit
+    for obs in members:  # 3 s on train: a 4 s refit on train+validation each
+        obs.fit_seconds = 3.0
+    full = finish_reserve(members, None, None, True, None, started=True)
+    ahead = finish_reserve(members, None, None, True, None, started=True, refitted=refitter.done)
+    assert full - ahead == pytest.approx(4.0)  # the member refitted ahead needs no more time
+    deadline = Deadline(time.perf_counter() + 120)
+    refitter.deadline, result.refitter = deadline, refitter
+    model = fit_model(result, result.space, cls_splits, "classification", [0, 1], None, 2, refit=True,
+                      deadline=deadline)
+    final = result.info["final_model"]
+    assert final["refitted_ahead"] == 1 and final["rows"] == "train+validation"
+    assert final["refit_times"][0] == times[0]  # the refit ahead is reported, and not run again
+    assert sorted(t["index"] for t in final["refit_times"][1:]) == sorted(obs.index for obs in members[1:])
+    assert all(m["source"] == "refitted" and m["rows"] == "train+validation" for m in model.info)
+
+
+def test_a_search_that_runs_out_of_time_refits_its_likely_members_ahead_and_the_final_model_keeps_them(cls_splits):
+    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=100_000, time_budget=15, refit=True, seed=0, classes=[0, 1])
+    final = result.info["final_model"]
+    ahead = [t for t in final.get("refit_times", []) if t.get("ahead")]
+    assert ahead and all(t["ok"] for t in ahead)  # run when the time left stopped the search, before its end
+    kept = {result.history[i].index for i in result.member_indices}
+    refitted_ahead = {t["index"] for t in ahead} & kept
+    assert refitted_ahead and final["refitted_ahead"] == len(refitted_ahead)  # the final members chosen then
+    later = [t["index"] for t in final["refit_times"] if not t.get("ahead")]
+    assert not set(later) & refitted_ahead  # a member refitted ahead is read back, not refitted again
+    assert final["rows"].startswith("train+validation") and result.total_seconds < 15 + 2
