@@ -7,6 +7,7 @@ final ensemble would hold if the search stopped now (:func:`likely_members`), no
 
 from __future__ import annotations
 
+import math
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -89,7 +90,8 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
 
 class FinishReserve:
     """The seconds the search may still use: the time left before ``deadline`` less the predicted time of building
-    the final model from the history as it stands (recomputed only when an evaluation was recorded since).
+    the final model from the history as it stands (recomputed when an evaluation was recorded since, or the time
+    left changed by a tenth of a second: a refit predicted longer than the time left is kept no time for).
     ``started``: the refit worker was started with the search (:class:`optdiv.final.fit.Refitter`), so its
     start-up is not reserved."""
 
@@ -113,18 +115,20 @@ class FinishReserve:
         refits a late evaluation may take (:data:`REFIT_OVERRUN_SHARE`)."""
         key = (len(self.latest), self.latest[-1].index if self.latest else None)
         cap = self.refits_cap
-        if cap is not None and self.deadline is not None:
-            # a refit longer than the time left will not happen: keeping time for it would only end the search
-            cap = max(0.0, min(cap, self.deadline.left() - FINISH_SECONDS))
-        if self.computed is None or self.computed[0] != key or cap != self.refits_cap:
+        if self.deadline is not None:
+            # a refit longer than the time left will not happen (fit_model skips it): keeping time for it would only
+            # end the search early; in tenths of a second, so the plan is redone at most ten times a second
+            left = math.floor(10 * max(0.0, self.deadline.left() - FINISH_SECONDS)) / 10
+            cap = left if cap is None else min(cap, left)
+        if self.computed is None or self.computed[0] != key or self.computed[1] != cap:
             if self.computed is None or self.computed[0] != key:
                 self.members = likely_members(self.latest, self.y_val, self.loss, self.ensemble_size, self.seed)
             both = [finish_reserve(self.members, self.pipelines, self.digest, self.refit, self.n_folds,
                                    started=self.started, refits_share=share, rows=self.rows,
                                    refits_cap=cap, refitted=self.refitted)
                     for share in (1.0, 1.0 - REFIT_OVERRUN_SHARE)]
-            self.computed = (key, *both)
-        return self.computed[2 if overrun else 1]
+            self.computed = (key, cap, *both)
+        return self.computed[3 if overrun else 2]
 
     def forget(self) -> None:
         """Plan again at the next :meth:`seconds` (members were refitted ahead: their refits need no more time)."""

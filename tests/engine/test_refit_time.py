@@ -35,3 +35,24 @@ def test_the_search_keeps_back_each_members_refit_as_its_algorithm_grows():
     assert reserve == pytest.approx(FINISH_SECONDS + expected)
     assert reserve != pytest.approx(FINISH_SECONDS + 3 * 2.0 * 16)  # not the linear guess
 
+
+
+def test_the_reserve_keeps_no_time_for_a_refit_that_cannot_fit_or_was_run_ahead():
+    import numpy as np
+
+    from optdiv.budget import Deadline
+    from optdiv.final.reserve import FinishReserve
+
+    members = [Observation(config={}, val_loss=0.1 + i, test_loss=None, val_pred=np.zeros(4), test_pred=None,
+                           status="ok", fit_seconds=fit, index=i, algorithm="a_user_model")
+               for i, fit in enumerate([3.0, 30.0])]  # refits on a third more rows: 4 s and 40 s
+
+    def reserve(seconds_left, refitted=None):
+        return FinishReserve(Deadline.after(seconds_left), None, "error", 5, 0, True, None, None, None, members,
+                             started=True, refitted=refitted).seconds()
+
+    assert reserve(100.0) == pytest.approx(FINISH_SECONDS + 44.0)
+    assert reserve(30.0) == pytest.approx(FINISH_SECONDS + 4.0)  # the 40 s refit will not happen: no time kept
+    assert reserve(100.0, refitted=lambda obs: obs.index == 1) == pytest.approx(FINISH_SECONDS + 4.0)
+    assert reserve(4.5 + FINISH_SECONDS) == pytest.approx(FINISH_SECONDS + 4.0)
+    assert reserve(3.5 + FINISH_SECONDS) == pytest.approx(FINISH_SECONDS)  # neither refit fits: none is kept time for
