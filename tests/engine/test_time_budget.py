@@ -428,3 +428,7 @@ def test_a_search_that_runs_out_of_time_refits_its_likely_members_ahead_and_the_
     later = [t["index"] for t in final["refit_times"] if not t.get("ahead")]
     assert not set(later) & refitted_ahead  # a member refitted ahead is read back, not refitted again
     assert final["rows"].startswith("train+validation") and result.total_seconds < 15 + 2
+    sampled = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                     budget=100_000, time_budget=15, refit=True, seed=0, classes=[0, 1], search_rows=100)
+    assert "search_rows" in sampled.info  # on a row sample the refits on every row wait for the search's end
+    assert not any(t.get("ahead") for t in sampled.info["final_model"].get("refit_times", []))
