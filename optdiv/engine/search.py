@@ -31,10 +31,9 @@ from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.execution.factory import make_runner
 from optdiv.execution.runner import Runner
 from optdiv.final.choice import FinalSettings, finalize, resolve_selection
-from optdiv.final.fit import WORKER_REFIT_SAFETY, Refitter, fit_model
-from optdiv.final.refit_time import refit_seconds
+from optdiv.final.fit import Refitter, fit_model
 from optdiv.final.model import model_prediction
-from optdiv.final.reserve import FinishReserve
+from optdiv.final.reserve import FinishReserve, worker_refit_seconds
 from optdiv.spaces import SearchSpace, get_space
 from optdiv.spaces.portfolio import is_auto_portfolio, resolve_portfolio
 from optdiv.storage.base import RunStoreError, Store
@@ -187,13 +186,9 @@ class PreparedSearch:
         self.reserve.follow(done)
         self.reserve.seconds()  # the likely members of this history
         members = self.final_members(done)
-        members += [obs for obs in self.reserve.members if obs.index not in {o.index for o in members}]
-        rows = self.reserve.rows
-
-        def predicted(obs) -> float:
-            return WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows)
-
-        ran = self.refitter.refit_ahead(members, predicted)
+        chosen = {obs.index for obs in members}
+        members += [obs for obs in self.reserve.members if obs.index not in chosen]
+        ran = self.refitter.refit_ahead(members, lambda obs: worker_refit_seconds(obs, self.reserve.rows))
         self.reserve.forget()
         return bool(ran)
 

@@ -83,10 +83,9 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         safety = WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY
 
         def predicted(obs) -> float:
-            if refitter is not None and refitter.done(obs):  # refitted during the search (or failed there)
-                return 0.0
             return safety * refit_seconds(obs.algorithm, obs.fit_seconds, max(len(X), 1), len(X_all))
 
+        # members refitted during the search (or whose refit failed there) need no more time
         ready = [] if refitter is None else [i for i in result.member_indices if refitter.done(result.history[i])]
         on_all = members_to_refit(result, predicted, left, free=ready)
         if in_worker and on_all and refitter is None:

@@ -48,6 +48,12 @@ def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) ->
     return [obs for obs, weight in zip(pool, weights) if weight > 0]
 
 
+def worker_refit_seconds(obs, rows: Tuple[float, float]) -> float:
+    """A member's predicted refit in the refit worker: its fit time grown from ``rows[0]`` to ``rows[1]`` rows as its
+    algorithm's fit grows (:func:`optdiv.final.refit_time.refit_seconds`)."""
+    return WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows)
+
+
 def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
                    n_folds: Optional[int], started: bool = False, refits_share: float = 1.0,
                    rows: Tuple[float, float] = (3, 4), refits_cap: Optional[float] = None,
@@ -77,8 +83,7 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
             reserve += REFIT_SAFETY * sum(fold_refit_seconds(obs.algorithm, obs.fit_seconds, n_folds)
                                           for obs in members)
     elif refit:
-        each = [WORKER_REFIT_SAFETY * refit_seconds(obs.algorithm, obs.fit_seconds, *rows) for obs in members
-                if refitted is None or not refitted(obs)]
+        each = [worker_refit_seconds(obs, rows) for obs in members if refitted is None or not refitted(obs)]
         refits = sum(each)
         if refits_cap is not None:  # a member whose own refit is over the cap is never refitted: nothing kept for it
             refits = min(sum(t for t in each if t <= refits_cap), refits_cap)
