@@ -416,7 +416,13 @@ def test_members_refitted_ahead_cost_the_reserve_only_their_loading_and_the_fina
     assert all(m["source"] == "refitted" and m["rows"] == "train+validation" for m in model.info)
 
 
-def test_a_search_that_runs_out_of_time_refits_its_likely_members_ahead_and_the_final_model_keeps_them(cls_splits):
+def test_a_search_that_runs_out_of_time_refits_its_likely_members_ahead_and_the_final_model_keeps_them(cls_splits,
+                                                                                                      monkeypatch):
+    import optdiv.engine.loop as loop
+
+    # the tiny trees fit in milliseconds: predict half a second for each, so the search stops because no evaluation
+    # fits before the reserve (the path that refits ahead), not because its last evaluation was cut at the deadline
+    monkeypatch.setattr(loop, "least_duration", lambda space, predictor: 0.5)
     result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
                     budget=100_000, time_budget=15, refit=True, seed=0, classes=[0, 1])
     final = result.info["final_model"]
