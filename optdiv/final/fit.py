@@ -70,7 +70,8 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     if cross_validated and deadline is not None and result.stacker is None:
         bagged = {i for i in result.member_indices if digest is not None and saved.has(digest, result.history[i].index)}
         drop_members_that_do_not_fit(result, splits, deadline.left() - FINISH_SECONDS, report, bagged)
-    on_all, refitter = set(), None  # positions in member_indices to refit on train+validation, and where
+    on_all, refitter, ready = set(), None, set()  # positions in member_indices to refit on train+validation, and
+    # where; history positions of the members refitted during the search (or whose refit failed there)
     if refit and not cross_validated:
         import pandas as pd
 
@@ -86,7 +87,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             return safety * refit_seconds(obs.algorithm, obs.fit_seconds, max(len(X), 1), len(X_all))
 
         # members refitted during the search (or whose refit failed there) need no more time
-        ready = [] if refitter is None else [i for i in result.member_indices if refitter.done(result.history[i])]
+        ready = set() if refitter is None else {i for i in result.member_indices if refitter.done(result.history[i])}
         on_all = members_to_refit(result, predicted, left, free=ready)
         if in_worker and on_all and refitter is None:
             refitter = Refitter(space, X_all, y_all, task, None if classes is None else len(classes), seed, saved,
@@ -109,7 +110,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                     continue
                 on_all.add(position)
             rounds = kept_rounds(obs.measures)  # a member whose evaluation was cut is refitted as it was scored
-            if refitter is not None and refitter.done(obs):
+            if result.member_indices[position] in ready:
                 refits[position] = refitter.fit(obs)  # refitted ahead, during the search: read back
                 if refits[position][0] is not None:
                     ahead.append(obs.index)
