@@ -36,16 +36,22 @@ if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed on
 
 from optdiv.data import load_dataset, split
 
-METHODS = ("stock", "optdivbo", "divbo")
+#: stock: auto-sklearn untouched; optdivbo / divbo: only the SMAC callback; optdiv: the switch as users get it
+#: (``OptDivAutoSklearn*`` with its defaults: auto-sklearn's search, optdiv's ensemble, the members refitted).
+METHODS = ("stock", "optdivbo", "divbo", "optdiv")
 
 
 def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: Optional[int], memory_mb: int,
              ensemble_size: int, tmp: Path, include: Optional[List[str]], metalearning: int = 25,
              optdiv_ensemble: bool = False) -> List[Dict]:
     """One auto-sklearn fit; returns the records written to results.jsonl (two with ``optdiv_ensemble``)."""
+    from optdiv.integrations import autosklearn as adapter
     from optdiv.integrations.autosklearn import ensemble_members, optdiv_smac
 
-    if task == "classification":
+    if method == "optdiv":
+        Estimator = getattr(adapter, "OptDivAutoSklearnClassifier" if task == "classification"
+                            else "OptDivAutoSklearnRegressor")
+    elif task == "classification":
         from autosklearn.classification import AutoSklearnClassifier as Estimator
     else:
         from autosklearn.regression import AutoSklearnRegressor as Estimator
@@ -55,7 +61,7 @@ def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: O
     n_train = len(splits.y_train)
     # holdout without shuffling takes the first floor(train_size * n) rows for training: exactly ours
     train_size = (n_train + 0.5) / len(y)
-    callback = None if method == "stock" else optdiv_smac(method=method, ensemble_size=ensemble_size)
+    callback = None if method in ("stock", "optdiv") else optdiv_smac(method=method, ensemble_size=ensemble_size)
     kwargs = dict(
         time_left_for_this_task=int(seconds),
         per_run_time_limit=per_run,
@@ -69,8 +75,9 @@ def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: O
         dataset_compression=False,  # keep every row, in order, so the holdout stays our validation split
         tmp_folder=str(tmp),
         delete_tmp_folder_after_terminate=not optdiv_ensemble,  # fit_ensemble reads the runs' predictions
-        get_smac_object_callback=callback,
     )
+    if method != "optdiv":
+        kwargs["get_smac_object_callback"] = callback
     if include:
         group = "classifier" if task == "classification" else "regressor"
         kwargs["include"] = {group: list(include)}
@@ -101,6 +108,8 @@ def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: O
         report = callback.report
         record.update(diversity_ranked=report.n_diversity_ranked, maximiser_calls=report.n_calls,
                       changed_by_diversity=report.n_changed, fallbacks=report.n_fallbacks)
+    if getattr(automl, "optdiv_refit_", None) is not None:
+        record["refit"] = automl.optdiv_refit_.summary()
     records = [record]
     if optdiv_ensemble:
         from optdiv.integrations.autosklearn import OptDivEnsemble

@@ -185,11 +185,12 @@ def optdiv_smac(method: str = "optdivbo", **kwargs) -> OptDivSMAC:
 
 
 def callback_from_switch(optdiv, optdiv_kwargs) -> Optional[OptDivSMAC]:
-    """The callback the estimators' ``optdiv`` switch asks for (None: stock auto-sklearn), checked."""
-    if optdiv is None or optdiv is False:
+    """The callback the estimators' ``optdiv`` switch asks for, checked: None for off and for True (auto-sklearn's
+    own search, optdiv's final model), the re-ranking for a method name."""
+    if optdiv is None or optdiv is False or optdiv is True:
+        if optdiv is True and optdiv_kwargs:
+            raise ValueError("optdiv_kwargs configure the re-ranking: give optdiv='optdivbo' or 'divbo' with them")
         return None
-    if optdiv is True:
-        optdiv = "optdivbo"
     if not isinstance(optdiv, str) or optdiv not in DIVERSITY_METHODS:
         raise ValueError(f"optdiv must be True, False, None or one of {', '.join(DIVERSITY_METHODS)}; got {optdiv!r}")
     if optdiv_kwargs is not None and not isinstance(optdiv_kwargs, dict):

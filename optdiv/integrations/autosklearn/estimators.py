@@ -8,6 +8,7 @@ from typing import Any, Dict, List
 
 from optdiv.integrations.autosklearn.callback import callback_from_switch
 from optdiv.integrations.autosklearn.ensemble import check_ensemble_kwargs, ensemble_class
+from optdiv.integrations.autosklearn.refit import RefitReserve, holdout_train_size
 
 _CLASSES: Dict[str, type] = {}
 
@@ -41,7 +42,7 @@ def estimator_class(name: str) -> type:
         from autosklearn.regression import AutoSklearnRegressor as base
     from autosklearn.ensembles.ensemble_selection import EnsembleSelection
 
-    def __init__(self, *, optdiv="optdivbo", optdiv_kwargs=None, optdiv_ensemble=True, **kwargs):
+    def __init__(self, *, optdiv=True, optdiv_kwargs=None, optdiv_ensemble=True, optdiv_refit=True, **kwargs):
         ensemble = kwargs.get("ensemble_class", DEFAULT)
         base.__init__(self, **kwargs)
         # auto-sklearn resolves "default" here; keeping the value given lets build_automl tell a user's own class
@@ -50,6 +51,7 @@ def estimator_class(name: str) -> type:
         self.optdiv = optdiv
         self.optdiv_kwargs = optdiv_kwargs
         self.optdiv_ensemble = optdiv_ensemble
+        self.optdiv_refit = optdiv_refit
 
     def _ensemble_for_fit(self, optdiv_on: bool, metric):
         """The ensemble class for this fit: the user's own if given, else optdiv's when optdiv is on and auto-sklearn
@@ -62,41 +64,68 @@ def estimator_class(name: str) -> type:
         check_ensemble_kwargs(self.ensemble_kwargs)
         return ensemble_class()
 
+    def _refit_reserve(self, optdiv_on: bool):
+        """The refit reserve for this fit: optdiv on, ``optdiv_refit``, an ensemble, and a holdout whose members
+        saw part of the rows; else None."""
+        if not (optdiv_on and self.optdiv_refit) or self.ensemble_class is None:
+            return None
+        train_size = holdout_train_size(self.resampling_strategy, self.resampling_strategy_arguments)
+        if train_size is None:
+            return None
+        return RefitReserve(self.time_left_for_this_task, train_size, chained=self.get_trials_callback)
+
     def build_automl(self):
-        """Hands auto-sklearn the optdiv callback and ensemble class through its own hooks for this fit only."""
-        if not isinstance(self.optdiv_ensemble, bool):
-            raise ValueError(f"optdiv_ensemble must be True or False; got {self.optdiv_ensemble!r}")
+        """Hands auto-sklearn the optdiv callbacks and ensemble class through its own hooks for this fit only."""
+        for flag in ("optdiv_ensemble", "optdiv_refit"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{flag} must be True or False; got {getattr(self, flag)!r}")
         callback = callback_from_switch(self.optdiv, self.optdiv_kwargs)
+        optdiv_on = self.optdiv is not None and self.optdiv is not False
         self.optdiv_ = callback
         if callback is not None and self.get_smac_object_callback is not None:
-            raise ValueError("give either optdiv=... or get_smac_object_callback=..., not both")
-        given = self.ensemble_class
-        self.ensemble_class = self._ensemble_for_fit(callback is not None, self.metric)
+            raise ValueError("give either optdiv='optdivbo' | 'divbo' or get_smac_object_callback=..., not both")
+        reserve = self._refit_reserve(optdiv_on)
+        self.optdiv_refit_ = reserve
+        given, given_trials = self.ensemble_class, self.get_trials_callback
+        self.ensemble_class = self._ensemble_for_fit(optdiv_on, self.metric)
         if callback is not None:
             self.get_smac_object_callback = callback
+        if reserve is not None:
+            self.get_trials_callback = reserve
+            reserve.start()
         try:
             return base.build_automl(self)
         finally:
-            self.ensemble_class = given
+            self.ensemble_class, self.get_trials_callback = given, given_trials
             if callback is not None:
                 self.get_smac_object_callback = None
+
+    def fit(self, X, y, *args, **kwargs):
+        """auto-sklearn's fit, then (optdiv on, a holdout) the final members refitted on every row given, as far
+        as the time budget allows."""
+        base.fit(self, X, y, *args, **kwargs)
+        if self.optdiv_refit_ is not None:
+            self.optdiv_refit_.refit(self, X, y)
+        return self
 
     # scikit-learn reads the parameters from the signature: the host's keywords plus optdiv's three
     params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
               for p in inspect.signature(base.__init__).parameters.values() if p.name != "self"]
-    params += [inspect.Parameter("optdiv", inspect.Parameter.KEYWORD_ONLY, default="optdivbo"),
+    params += [inspect.Parameter("optdiv", inspect.Parameter.KEYWORD_ONLY, default=True),
                inspect.Parameter("optdiv_kwargs", inspect.Parameter.KEYWORD_ONLY, default=None),
-               inspect.Parameter("optdiv_ensemble", inspect.Parameter.KEYWORD_ONLY, default=True)]
+               inspect.Parameter("optdiv_ensemble", inspect.Parameter.KEYWORD_ONLY, default=True),
+               inspect.Parameter("optdiv_refit", inspect.Parameter.KEYWORD_ONLY, default=True)]
     __init__.__signature__ = inspect.Signature(
         [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + params)
-    doc = (f"auto-sklearn's {base.__name__} with ``optdiv='optdivbo' | 'divbo' | True | False``: the search's "
-           f"acquisition maximiser re-ranks SMAC's candidates by diversity (see optdiv_smac). "
-           f"``optdiv_kwargs`` go to optdiv_smac; after fit, ``optdiv_`` is the callback and "
-           f"``optdiv_.report`` its report (None when optdiv is off). With optdiv on and no ``ensemble_class`` "
-           f"given, the final ensemble is optdiv's (OptDivEnsemble); ``optdiv_ensemble=False`` keeps "
-           f"auto-sklearn's EnsembleSelection.")
-    cls = type(name, (base,), {"__init__": __init__, "build_automl": build_automl,
-                               "_ensemble_for_fit": _ensemble_for_fit, "__doc__": doc, "__module__": __package__})
+    doc = (f"auto-sklearn's {base.__name__} with ``optdiv=True | 'optdivbo' | 'divbo' | False``. On (True, the "
+           f"default), the final model is optdiv's: its ensemble selection (OptDivEnsemble, unless an "
+           f"``ensemble_class`` is given or ``optdiv_ensemble=False``) and, with a holdout, the members refitted on "
+           f"every row within ``time_left_for_this_task`` (``optdiv_refit=False`` keeps them as fitted; "
+           f"``optdiv_refit_`` reports it). 'optdivbo' / 'divbo' also re-rank SMAC's candidates by diversity "
+           f"(optdiv_smac, configured by ``optdiv_kwargs``; ``optdiv_`` is the callback, None otherwise).")
+    cls = type(name, (base,), {"__init__": __init__, "build_automl": build_automl, "fit": fit,
+                               "_ensemble_for_fit": _ensemble_for_fit, "_refit_reserve": _refit_reserve,
+                               "__doc__": doc, "__module__": __package__})
     cls.__qualname__ = name
     _CLASSES[name] = cls
     return cls

@@ -173,7 +173,7 @@ def test_bad_arguments_are_rejected():
     with pytest.raises(ValueError, match="optdiv must be"):
         OptDivAutoSklearnClassifier(optdiv="xgboost", time_left_for_this_task=30).build_automl()
     with pytest.raises(ValueError, match="not both"):
-        OptDivAutoSklearnClassifier(optdiv=True, get_smac_object_callback=optdiv_smac(),
+        OptDivAutoSklearnClassifier(optdiv="optdivbo", get_smac_object_callback=optdiv_smac(),
                                     time_left_for_this_task=30).build_automl()
 
 
