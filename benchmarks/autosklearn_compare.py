@@ -158,18 +158,22 @@ def summarise(records: Sequence[Dict]) -> str:
 
 
 def paired_line(records: Sequence[Dict], datasets, methods, seeds) -> str:
-    """Per method, over its (dataset, seed) pairs: how often optdiv's ensemble of the same runs is lower / level /
-    higher than auto-sklearn's, and the Wilcoxon p of the relative differences (level pairs dropped)."""
+    """Over the (dataset, seed) pairs: each method against stock auto-sklearn, and optdiv's ensemble of the same
+    runs against the method's own (``+ens``): lower / level / higher and the Wilcoxon p of the relative
+    differences (level pairs dropped)."""
     from optdiv.bench.stats import relative_pairs_line
 
-    error = {(r["dataset"], r["seed"], r["method"]): r["test_error"] for r in records}
+    error = {(r["dataset"], r["seed"], r["method"]): r["test_error"] for r in records
+             if r["dataset"] in datasets and r["seed"] in seeds}
     lines = []
     for method in methods:
-        keys = [(d, s) for (d, s, m) in error if m == method and d in datasets and s in seeds
-                and (d, s, method + "+ens") in error and error[d, s, method]]
-        if keys:
-            lines.append(relative_pairs_line(f"{method}+ens vs {method}", [error[k + (method + "+ens",)] for k in keys],
-                                             [error[k + (method,)] for k in keys]))
+        for ours, theirs in ((method, "stock"), (method + "+ens", method)):
+            if ours == theirs:
+                continue
+            keys = sorted((d, s) for (d, s, m) in error if m == theirs and (d, s, ours) in error and error[d, s, m])
+            if keys:
+                lines.append(relative_pairs_line(f"{ours} vs {theirs}", [error[k + (ours,)] for k in keys],
+                                                 [error[k + (theirs,)] for k in keys]))
     return "\n".join(lines)
 
 
@@ -235,8 +239,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     shown = set(args.methods) | ({m + "+ens" for m in args.methods} if args.optdiv_ensemble else set())
     table = summarise([r for r in records if r["dataset"] in wanted and r["method"] in shown
                        and r["seed"] in args.seeds])
-    if args.optdiv_ensemble:
-        table += "\n\n" + paired_line(records, wanted, args.methods, args.seeds)
+    pairs = paired_line(records, wanted, args.methods, args.seeds)
+    if pairs:
+        table += "\n\n" + pairs
     (out / "summary.md").write_text(table + "\n")
     print(table)
     return 0
