@@ -15,9 +15,12 @@ SMAC's own local + sorted random search, then re-orders SMAC's whole candidate l
     automl.fit(X, y)
     print(callback.report.summary())
 
-:class:`OptDivAutoSklearnClassifier` / :class:`OptDivAutoSklearnRegressor` are the same with an
-``optdiv="optdivbo" | "divbo" | False`` keyword: plain subclasses that hand the callback to auto-sklearn's
-hook, no patching.
+:class:`OptDivAutoSklearnClassifier` / :class:`OptDivAutoSklearnRegressor` are auto-sklearn's estimators with an
+``optdiv=True | "optdivbo" | "divbo" | False`` keyword: plain subclasses that hand optdiv's parts to auto-sklearn's
+hooks, no patching. ``True`` (the default) keeps auto-sklearn's search and gives the fit optdiv's final model:
+its ensemble selection and, with a holdout, the members refitted on every row within the time budget
+(:class:`~optdiv.integrations.autosklearn.refit.RefitReserve`, a trials callback that keeps the time); a method name
+also hands SMAC the re-ranking callback.
 
 Data the selector sees: every finished SMAC run whose status is SUCCESS (or DONOTADVANCE) is mapped by its
 ``additional_info["num_run"]`` to auto-sklearn's run folder ``runs/<seed>_<num_run>_<budget>/`` and its
