@@ -151,8 +151,22 @@ class RefitReserve:
                 "failed": sum("error" in r for r in self.refits)}
 
 
-def _fit_quietly(inner, model, X, y) -> None:
-    """Fits one member as auto-sklearn's own refit does (its warnings to auto-sklearn's log)."""
-    from autosklearn.evaluation.abstract_evaluator import _fit_and_suppress_warnings
+def refit_threads(n_jobs) -> Optional[int]:
+    """Threads for the refits: the cores auto-sklearn was given (None: all, for ``n_jobs=-1``). auto-sklearn runs
+    each evaluation on one thread, so its recorded times predict a refit on as many; unlimited OpenMP threads on a
+    busy machine run slower than one (a histogram boosting fit 2.2 times slower on two threads beside one busy
+    process, and a refit beside a second auto-sklearn fit took 186 s where its run had taken under 14 s)."""
+    if n_jobs is None:
+        return 1
+    n_jobs = int(n_jobs)
+    return None if n_jobs < 0 else max(n_jobs, 1)
 
-    _fit_and_suppress_warnings(inner._logger, model, X, y)
+
+def _fit_quietly(inner, model, X, y) -> None:
+    """Fits one member as auto-sklearn's own refit does (its warnings to auto-sklearn's log), on the threads
+    auto-sklearn was given."""
+    from autosklearn.evaluation.abstract_evaluator import _fit_and_suppress_warnings
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=refit_threads(getattr(inner, "_n_jobs", 1))):
+        _fit_and_suppress_warnings(inner._logger, model, X, y)

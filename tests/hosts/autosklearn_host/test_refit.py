@@ -194,3 +194,11 @@ def test_default_fit_refits_its_final_members_on_every_row(tmp_path):
     assert changed >= 1  # fitted on more rows than the holdout fit
     accuracy = float(np.mean(automl.predict(X_test) == y_test))
     assert accuracy > 0.85, accuracy
+
+
+def test_refits_run_on_the_threads_autosklearn_was_given():
+    from optdiv.integrations.autosklearn.refit import refit_threads
+
+    assert refit_threads(1) == 1 and refit_threads(None) == 1  # auto-sklearn's default: one core
+    assert refit_threads(4) == 4
+    assert refit_threads(-1) is None  # every core
