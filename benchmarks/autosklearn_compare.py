@@ -37,8 +37,10 @@ if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed on
 from optdiv.data import load_dataset, split
 
 #: stock: auto-sklearn untouched; optdivbo / divbo: only the SMAC callback; optdiv: the switch as users get it
-#: (``OptDivAutoSklearn*`` with its defaults: auto-sklearn's search, optdiv's ensemble, the members refitted).
-METHODS = ("stock", "optdivbo", "divbo", "optdiv")
+#: (``OptDivAutoSklearn*`` with its defaults: auto-sklearn's search, optdiv's ensemble, the members refitted);
+#: optdiv-optdivbo: the switch with ``optdiv="optdivbo"`` (the same final model after the diversity re-ranking).
+SWITCH = {"optdiv": True, "optdiv-optdivbo": "optdivbo"}
+METHODS = ("stock", "optdivbo", "divbo", *SWITCH)
 
 
 def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: Optional[int], memory_mb: int,
@@ -48,7 +50,7 @@ def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: O
     from optdiv.integrations import autosklearn as adapter
     from optdiv.integrations.autosklearn import ensemble_members, optdiv_smac
 
-    if method == "optdiv":
+    if method in SWITCH:
         Estimator = getattr(adapter, "OptDivAutoSklearnClassifier" if task == "classification"
                             else "OptDivAutoSklearnRegressor")
     elif task == "classification":
@@ -61,7 +63,8 @@ def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: O
     n_train = len(splits.y_train)
     # holdout without shuffling takes the first floor(train_size * n) rows for training: exactly ours
     train_size = (n_train + 0.5) / len(y)
-    callback = None if method in ("stock", "optdiv") else optdiv_smac(method=method, ensemble_size=ensemble_size)
+    callback = None if method == "stock" or method in SWITCH else optdiv_smac(method=method,
+                                                                              ensemble_size=ensemble_size)
     kwargs = dict(
         time_left_for_this_task=int(seconds),
         per_run_time_limit=per_run,
@@ -76,7 +79,11 @@ def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: O
         tmp_folder=str(tmp),
         delete_tmp_folder_after_terminate=not optdiv_ensemble,  # fit_ensemble reads the runs' predictions
     )
-    if method != "optdiv":
+    if method in SWITCH:
+        kwargs["optdiv"] = SWITCH[method]
+        if SWITCH[method] is not True:
+            kwargs["optdiv_kwargs"] = {"ensemble_size": ensemble_size}
+    else:
         kwargs["get_smac_object_callback"] = callback
     if include:
         group = "classifier" if task == "classification" else "regressor"
@@ -104,6 +111,7 @@ def _fit_one(splits, task: str, method: str, seed: int, seconds: int, per_run: O
         "members": members,
         "wall_seconds": round(wall, 1),
     }
+    callback = callback if callback is not None else getattr(automl, "optdiv_", None)
     if callback is not None:
         report = callback.report
         record.update(diversity_ranked=report.n_diversity_ranked, maximiser_calls=report.n_calls,
