@@ -108,7 +108,7 @@ def estimator_class(name: str) -> type:
             self.optdiv_refit_.refit(self, X, y)
         return self
 
-    # scikit-learn reads the parameters from the signature: the host's keywords plus optdiv's three
+    # scikit-learn reads the parameters from the signature: the host's keywords plus optdiv's four
     params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
               for p in inspect.signature(base.__init__).parameters.values() if p.name != "self"]
     params += [inspect.Parameter("optdiv", inspect.Parameter.KEYWORD_ONLY, default=True),

@@ -58,7 +58,8 @@ class RefitReserve:
             raise ValueError(f"budget must be a positive number of seconds; got {budget!r}")
         if not 0.0 < train_size < 1.0:
             raise ValueError(f"train_size must be in (0, 1); got {train_size!r}")
-        self.budget, self.growth, self.chained, self.clock = float(budget), 1.0 / float(train_size), chained, clock
+        self.budget, self.train_size, self.chained, self.clock = float(budget), float(train_size), chained, clock
+        self.growth = 1.0 / self.train_size
         self.started: Optional[float] = None
         self.runs: Dict[int, Dict[str, float]] = {}
         self.refits: List[Dict[str, Any]] = []
@@ -116,6 +117,9 @@ class RefitReserve:
         if inner.ensemble_ is None or not inner.models_:
             return self.refits
         X_all, y_all = inner.InputValidator.transform(X, y)
+        searched = _searched_rows(inner)
+        if searched:  # auto-sklearn's dataset compression may have searched on a row sample
+            self.growth = max(len(y_all) / (searched * self.train_size), 1.0)
         members = sorted(inner.ensemble_.get_identifiers_with_weights(), key=lambda pair: (-pair[1], pair[0]))
         began = self.clock()
         for identifier, weight in members:
@@ -149,6 +153,15 @@ class RefitReserve:
         return {"stopped_search": self.stopped_search, "members": len(self.refits), "refitted": len(done),
                 "refitted_weight": round(sum(r["weight"] for r in done), 4), "refit_seconds": self.refit_seconds,
                 "failed": sum("error" in r for r in self.refits)}
+
+
+def _searched_rows(inner) -> Optional[int]:
+    """The rows auto-sklearn's search split into training and holdout (fewer than given when its dataset
+    compression subsampled them), or None where its data manager cannot be read."""
+    try:
+        return int(len(inner._backend.load_datamanager().data["Y_train"]))
+    except Exception:  # no backend or data manager: keep the growth the search assumed
+        return None
 
 
 def refit_threads(n_jobs) -> Optional[int]:

@@ -202,3 +202,19 @@ def test_refits_run_on_the_threads_autosklearn_was_given():
     assert refit_threads(1) == 1 and refit_threads(None) == 1  # auto-sklearn's default: one core
     assert refit_threads(4) == 4
     assert refit_threads(-1) is None  # every core
+
+
+def test_a_search_on_a_row_sample_predicts_the_refit_on_every_row():
+    """auto-sklearn's dataset compression may search on fewer rows than fit was given: the refit's prediction grows
+    by the rows it really adds."""
+    clock = Clock()
+    reserve = RefitReserve(budget=100, train_size=0.5, clock=clock)
+    reserve.start()
+    reserve.record(2, 0.1, 1.0)
+    ids = {2: (1, 2, 0.0)}
+    automl = _fitted([(ids[2], 1.0)], {ids[2]: RowCounter()})
+    datamanager = SimpleNamespace(data={"Y_train": np.zeros(50)})  # 50 of the 100 rows searched on
+    automl.automl_._backend = SimpleNamespace(load_datamanager=lambda: datamanager)
+    reserve.refit(automl, np.zeros((100, 2)), np.zeros(100))
+    assert reserve.growth == pytest.approx(100 / (50 * 0.5))
+    assert reserve.refits[0]["predicted"] == pytest.approx(1.0 * 4 * REFIT_MARGIN)
