@@ -184,10 +184,15 @@ def optdiv_smac(method: str = "optdivbo", **kwargs) -> OptDivSMAC:
     return OptDivSMAC(method=method, **kwargs)
 
 
+def switch_on(optdiv) -> bool:
+    """Whether the estimators' ``optdiv`` switch is on (anything but None or False)."""
+    return optdiv is not None and optdiv is not False
+
+
 def callback_from_switch(optdiv, optdiv_kwargs) -> Optional[OptDivSMAC]:
     """The callback the estimators' ``optdiv`` switch asks for, checked: None for off and for True (auto-sklearn's
     own search, optdiv's final model), the re-ranking for a method name."""
-    if optdiv is None or optdiv is False or optdiv is True:
+    if not switch_on(optdiv) or optdiv is True:
         if optdiv is True and optdiv_kwargs:
             raise ValueError("optdiv_kwargs configure the re-ranking: give optdiv='optdivbo' or 'divbo' with them")
         return None

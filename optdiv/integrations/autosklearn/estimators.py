@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Dict, List
 
-from optdiv.integrations.autosklearn.callback import callback_from_switch
+from optdiv.integrations.autosklearn.callback import callback_from_switch, switch_on
 from optdiv.integrations.autosklearn.ensemble import check_ensemble_kwargs, ensemble_class
 from optdiv.integrations.autosklearn.refit import RefitReserve, holdout_train_size
 
@@ -80,7 +80,7 @@ def estimator_class(name: str) -> type:
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be True or False; got {getattr(self, flag)!r}")
         callback = callback_from_switch(self.optdiv, self.optdiv_kwargs)
-        optdiv_on = self.optdiv is not None and self.optdiv is not False
+        optdiv_on = switch_on(self.optdiv)
         self.optdiv_ = callback
         if callback is not None and self.get_smac_object_callback is not None:
             raise ValueError("give either optdiv='optdivbo' | 'divbo' or get_smac_object_callback=..., not both")
