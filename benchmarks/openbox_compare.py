@@ -148,10 +148,18 @@ def run_one(dataset, name: str, seed: int, method: str, iterations: int, space_n
     }
 
 
+#: The final selections each run also records (``optdiv_variants``): the engine's selection with the guard against a
+#: log-loss selection clearly worse on 0/1 error at three thresholds, and the selection on the metric itself; all
+#: refitted like the default. Classification only: a regression selection already minimises its metric.
+GUARD_VARIANTS = {"guard z1.0": {"selection_guard": 1.0}, "guard z1.64": {"selection_guard": 1.645},
+                  "guard z2.58": {"selection_guard": 2.576}, "own metric": {"ensemble_loss": None}}
+
+
 def _optdiv_final(advisor, splits, space, task: str, metric: str, seed: int, ensemble: str, ensemble_size: int,
                   test_preds: Dict[int, np.ndarray]) -> Dict:
     """optdiv's final model over the same history: the engine's selection, then the members refitted on the
-    training and validation rows; its test error, and the same selection's before the refit."""
+    training and validation rows; its test error, and the same selection's before the refit; for classification the
+    :data:`GUARD_VARIANTS` too (each member refitted once however many variants keep it)."""
     import pandas as pd
 
     from optdiv.core.ensemble import ensemble_predict
@@ -163,22 +171,36 @@ def _optdiv_final(advisor, splits, space, task: str, metric: str, seed: int, ens
         return {"optdiv_test_error": "", "optdiv_val_error": "", "optdiv_unrefitted_test_error": "",
                 "refit_seconds": 0.0}
     scale = _scale(task)
-    members = final_ensemble(advisor, builder=ensemble, size=ensemble_size, seed=seed)
-    kept = ensemble_predict(np.stack([test_preds[i] for i in members.indices]), members.weights)
     X_all = pd.concat([splits.X_train, splits.X_val], axis=0)
     y_all = np.concatenate([splits.y_train, splits.y_val])
+    fitted: Dict[tuple, object] = {}
 
     def fit(config):
-        return build_pipeline(space.build, config.get_dictionary(), X_all, seed, task).fit(X_all, y_all)
+        key = tuple(sorted(config.get_dictionary().items()))
+        if key not in fitted:
+            fitted[key] = build_pipeline(space.build, config.get_dictionary(), X_all, seed, task).fit(X_all, y_all)
+        return fitted[key]
 
+    def test_error(model) -> float:
+        pred = model.predict_proba(splits.X_test) if task == "classification" else model.predict(splits.X_test)
+        return scale * float(mean_loss(pred, splits.y_test, metric))
+
+    members = final_ensemble(advisor, builder=ensemble, size=ensemble_size, seed=seed)
+    kept = ensemble_predict(np.stack([test_preds[i] for i in members.indices]), members.weights)
     t0 = time.perf_counter()
     model = members.refit(fit)
     refit_seconds = time.perf_counter() - t0
-    test_pred = model.predict_proba(splits.X_test) if task == "classification" else model.predict(splits.X_test)
-    return {"optdiv_test_error": scale * float(mean_loss(test_pred, splits.y_test, metric)),
-            "optdiv_val_error": scale * members.val_loss,
-            "optdiv_unrefitted_test_error": scale * float(mean_loss(kept, splits.y_test, metric)),
-            "optdiv_members": len(members.indices), "refit_seconds": round(refit_seconds, 1)}
+    record = {"optdiv_test_error": test_error(model), "optdiv_val_error": scale * members.val_loss,
+              "optdiv_unrefitted_test_error": scale * float(mean_loss(kept, splits.y_test, metric)),
+              "optdiv_members": len(members.indices), "refit_seconds": round(refit_seconds, 1)}
+    if task == "classification":
+        variants, verdicts = {}, {}
+        for name, settings in GUARD_VARIANTS.items():
+            chosen = final_ensemble(advisor, builder=ensemble, size=ensemble_size, seed=seed, **settings)
+            variants[name] = test_error(chosen.refit(fit))
+            verdicts[name] = (chosen.info or {}).get("guard")
+        record.update(optdiv_variants=variants, optdiv_guard=verdicts)
+    return record
 
 
 def _done(path: Path) -> set:
@@ -260,6 +282,30 @@ def host_table(records: Sequence[Dict]) -> str:
     return "\n".join(lines)
 
 
+def variants_table(records: Sequence[Dict]) -> str:
+    """Per dataset the mean test error of OpenBox alone, optdiv's default final model and each recorded variant
+    (``openbox`` runs that have them); then each variant's pooled pairs against OpenBox alone and the default."""
+    from optdiv.bench.stats import relative_pairs_line
+
+    runs = [r for r in records if r["method"] == "openbox" and r.get("optdiv_variants")]
+    if not runs:
+        return "(no runs with final-selection variants)"
+    names = list(GUARD_VARIANTS)
+    lines = ["| dataset | seeds | OpenBox alone | optdiv default | " + " | ".join(names) + " | guard z1.64 kept own |",
+             "|---|---|---|---|" + "---|" * (len(names) + 1)]
+    for dataset in sorted({r["dataset"] for r in runs}):
+        rs = [r for r in runs if r["dataset"] == dataset]
+        cells = [np.mean([r["test_error"] for r in rs]), np.mean([r["optdiv_test_error"] for r in rs])]
+        cells += [np.mean([r["optdiv_variants"][n] for r in rs]) for n in names]
+        switched = sum((r["optdiv_guard"].get("guard z1.64") or {}).get("kept") == "own" for r in rs)
+        lines.append(f"| {dataset} | {len(rs)} | " + " | ".join(f"{c:.3f}" for c in cells) + f" | {switched} |")
+    for name in names:
+        mine = [r["optdiv_variants"][name] for r in runs]
+        lines.append("\n" + relative_pairs_line(f"{name} vs OpenBox alone", mine, [r["test_error"] for r in runs]))
+        lines.append(relative_pairs_line(f"{name} vs optdiv default", mine, [r["optdiv_test_error"] for r in runs]))
+    return "\n".join(lines)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python benchmarks/openbox_compare.py",
                                      description=__doc__.split("\n")[0])
@@ -332,6 +378,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                        and r["seed"] in args.seeds and r["iterations"] == args.iterations])
     table += "\n\n" + host_table([r for r in records if r["dataset"] in wanted and r["seed"] in args.seeds
                                    and r["iterations"] == args.iterations])
+    table += "\n\n" + variants_table([r for r in records if r["dataset"] in wanted and r["seed"] in args.seeds
+                                        and r["iterations"] == args.iterations])
     (out / "summary.md").write_text(table + "\n")
     print(table)
     return 0

@@ -190,7 +190,7 @@ ENSEMBLE_BUILDERS = tuple(_WEIGHTS)
 def choose_members(
     history: Sequence, y_val: np.ndarray, loss: str, builder: str = "caruana", size: int = 25, seed: int = 0,
     sampler: str = "bootstrap", vote: bool = False, tune_rho: bool = False, info: Optional[Dict] = None,
-    selection_loss: Optional[str] = None, bags: int = 0,
+    selection_loss: Optional[str] = None, bags: int = 0, guard: Optional[float] = None,
 ) -> Tuple[List[int], np.ndarray]:
     """Indices into ``history`` and their weights (summing to 1); only successful runs take part.
 
@@ -203,6 +203,10 @@ def choose_members(
     ``caruana`` only: ``selection_loss`` replaces ``loss`` as what the selection minimises (e.g. log loss for a
     0/1-error run: a smooth loss fits the validation rows' noise less), and ``bags > 0`` averages that many
     selections on bootstrap samples of the rows (:func:`~optdiv.core.ensemble.bagged_ensemble_selection`).
+
+    ``guard`` (a z value; ``caruana`` with a ``selection_loss`` only): the selection on ``loss`` itself is made too,
+    and kept instead when its ensemble is better on the validation rows by more than ``guard`` standard errors of
+    the paired per-row difference in ``loss`` (:func:`guarded_choice`); ``info["guard"]`` says which was kept.
     """
     if builder not in ENSEMBLE_BUILDERS:
         raise ValueError(f"unknown ensemble builder {builder!r}; choose one of {', '.join(ENSEMBLE_BUILDERS)}")
@@ -213,8 +217,32 @@ def choose_members(
     settings = {"loss": loss, "size": size, "seed": seed, "sampler": sampler, "vote": vote, "tune_rho": tune_rho,
                 "info": info, "selection_loss": selection_loss, "bags": bags}
     weights = _WEIGHTS[builder](preds, y_val, settings)
+    if guard is not None and builder == "caruana" and selection_loss not in (None, loss):
+        own = _WEIGHTS[builder](preds, y_val, dict(settings, selection_loss=None))
+        weights, verdict = guarded_choice(preds, y_val, loss, weights, own, guard)
+        if info is not None:
+            info["guard"] = verdict
     keep = np.flatnonzero(weights > 1e-6)
     return [ok[i] for i in keep], weights[keep] / weights[keep].sum()
+
+
+def guarded_choice(preds: np.ndarray, y_val: np.ndarray, loss: str, smooth: np.ndarray, own: np.ndarray,
+                   z: float) -> Tuple[np.ndarray, Dict]:
+    """``own``'s weights when its ensemble beats ``smooth``'s on ``loss`` by more than ``z`` paired standard errors,
+    else ``smooth``'s; and the verdict (z reached, which was kept).
+
+    Why: a selection on a smooth loss (log loss for 0/1 error) over-fits the validation rows less on average, but
+    with few candidates it can keep members whose own metric is clearly worse, and the test rows follow the metric.
+    For 0/1 error the statistic is McNemar's on the rows where the two ensembles disagree.
+    """
+    difference = (per_example_loss(weighted_prediction(preds, smooth), y_val, loss)
+                  - per_example_loss(weighted_prediction(preds, own), y_val, loss))
+    spread = float(np.std(difference, ddof=1)) if difference.size > 1 else 0.0
+    mean = float(np.mean(difference))
+    statistic = 0.0 if spread == 0.0 else mean / (spread / np.sqrt(difference.size))
+    switched = statistic > z
+    return (own if switched else smooth), {"z": round(statistic, 3), "threshold": float(z),
+                                           "kept": "own" if switched else "smooth"}
 
 
 def top_k(history: Sequence, k: int = 5) -> Tuple[List[int], np.ndarray]:

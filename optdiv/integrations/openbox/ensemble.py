@@ -45,6 +45,7 @@ class EnsembleMembers(NamedTuple):
     val_prediction: np.ndarray  # the ensemble's validation prediction
     val_loss: float  # the ensemble's validation loss under the pool loss of the metric
     task: str = "classification"
+    info: Optional[dict] = None  # what the selection reported besides weights (the guard's verdict)
 
     def predict(self, member_predictions) -> np.ndarray:
         """Weighted average of the members' predictions on new rows (one array per member, in order)."""
@@ -127,6 +128,7 @@ def final_ensemble(
     y_val=None,
     ensemble_loss: Optional[str] = AUTO,
     ensemble_bags: Union[int, str] = AUTO,
+    selection_guard: Optional[float] = None,
 ) -> EnsembleMembers:
     """Post-hoc ensemble over the advisor's stored validation predictions (failed and infeasible trials
     excluded).
@@ -138,6 +140,11 @@ def final_ensemble(
     ``ensemble_loss`` and ``ensemble_bags`` (Caruana only) are the engine's: under ``"auto"`` a 0/1-error run's
     selection minimises log loss and a regression run's averages 20 selections on bootstrap samples of the rows
     (docs/method.md, "Final ensembles"); ``None`` and ``0`` select on the run's own metric once.
+
+    ``selection_guard`` (a z value, or None for no guard): when the selection minimises another loss than the run's
+    metric, the selection on the metric is kept instead if its ensemble is better on the validation rows by more
+    than that many paired standard errors (:func:`optdiv.final.choice.guarded_choice`); the result's
+    ``info["guard"]`` says which was kept.
     """
     from optdiv.final.choice import choose_members
 
@@ -157,8 +164,11 @@ def final_ensemble(
     selection_loss, bags = resolve_selection(advisor.task, loss, ensemble_loss, ensemble_bags)
     objectives = advisor.history.get_objectives(transform="none", warn_invalid_value=False)[:, 0]
     runs = [_Run("ok", preds[j], float(objectives[i])) for j, i in enumerate(rows)]
-    picked, weights = choose_members(runs, y, loss, builder=builder, size=size, seed=seed,
-                                     selection_loss=selection_loss, bags=bags)
+    if selection_guard is not None and (isinstance(selection_guard, bool) or not selection_guard >= 0):
+        raise ValueError(f"selection_guard must be None or a non-negative z value; got {selection_guard!r}")
+    info: dict = {}
+    picked, weights = choose_members(runs, y, loss, builder=builder, size=size, seed=seed, info=info,
+                                     selection_loss=selection_loss, bags=bags, guard=selection_guard)
     member_preds = preds[picked]
     val_prediction = ensemble_predict(member_preds, weights)
     return EnsembleMembers(
@@ -168,4 +178,5 @@ def final_ensemble(
         val_prediction=val_prediction,
         val_loss=float(mean_loss(val_prediction, y, loss)),
         task=advisor.task,
+        info=info,
     )
