@@ -150,7 +150,8 @@ def kernel_pca(n_components, kernel, gamma, degree, coef0, random_state):
                   coef0=float(coef0), remove_zero_eig=True, random_state=random_state)
     if SK_VERSION >= (1, 0):
         kwargs["eigen_solver"] = "randomized"
-    return RowCappedTransformer(KernelPCA(**kwargs), max_rows=KERNEL_PCA_MAX_ROWS, random_state=random_state)
+    return RowCappedTransformer(SignedKernelPCA(KernelPCA(**kwargs), random_state=random_state),
+                                max_rows=KERNEL_PCA_MAX_ROWS, random_state=random_state)
 
 
 def feature_agglomeration(n_clusters, metric, linkage, pooling):
@@ -364,6 +365,76 @@ class RowCapped(BaseEstimator):
 #: the rows squared: 20 GB at 50,000), so on large data it could only reach the memory limit. On 50,000 rows of 30
 #: features (one core) 500 components took 14 s and 0.8 GB with 5,000 rows, 47 s and 1.9 GB with 10,000.
 KERNEL_PCA_MAX_ROWS = 5_000
+
+
+#: Rows of the exact decomposition a kernel that is not positive semi-definite falls back to: a full eigendecomposition
+#: of 1,000 x 1,000 takes well under a second.
+EXACT_KERNEL_PCA_ROWS = 1_000
+
+
+class SignedKernelPCA(TransformerMixin, BaseEstimator):
+    """scikit-learn's kernel PCA ``estimator``, and where it refuses a kernel that is not positive semi-definite (a
+    sigmoid kernel, a polynomial one with a negative ``coef0``: the randomized solver takes the largest eigenvalues by
+    modulus, negative ones too, and the eigenvalue check then fails the fit), the exact decomposition of the centred
+    kernel on at most ``exact_rows`` rows, keeping the largest positive eigenvalues, as kernel PCA defines them.
+
+    Why: auto-sklearn's space draws such kernels often, and a failed evaluation is time lost to the search."""
+
+    def __init__(self, estimator=None, exact_rows: int = EXACT_KERNEL_PCA_ROWS, random_state=None):
+        self.estimator = estimator
+        self.exact_rows = exact_rows
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        self._fit(X, transform=False)
+        return self
+
+    def fit_transform(self, X, y=None):
+        return self._fit(X, transform=True)
+
+    def _fit(self, X, transform: bool):
+        self.exact_ = False
+        try:
+            out = self.estimator.fit_transform(X) if transform else self.estimator.fit(X)
+        except ValueError as exc:
+            if "negative eigenvalues" not in str(exc):
+                raise
+        else:
+            self.estimator_ = self.estimator
+            return out
+        self._fit_exact(np.asarray(X, dtype=np.float64))
+        return self.transform(X) if transform else None
+
+    def _fit_exact(self, X: np.ndarray) -> None:
+        from scipy.linalg import eigh
+        from sklearn.preprocessing import KernelCenterer
+
+        if X.shape[0] > self.exact_rows:
+            rows = np.random.RandomState(self.random_state).choice(X.shape[0], int(self.exact_rows), replace=False)
+            X = X[np.sort(rows)]
+        kernel = self._kernel(X, X)
+        self.centerer_ = KernelCenterer().fit(kernel)
+        values, vectors = eigh(self.centerer_.transform(kernel))
+        order = np.argsort(values)[::-1][: int(self.estimator.n_components or len(values))]
+        order = order[values[order] > max(values.max(), 0.0) * 1e-10]  # positive and not numerically zero
+        if order.size == 0:
+            raise ValueError("kernel PCA: the centred kernel has no positive eigenvalue")
+        self.fit_rows_ = X
+        self.alphas_ = vectors[:, order] / np.sqrt(values[order])
+        self.exact_ = True
+
+    def _kernel(self, X, Y) -> np.ndarray:
+        from sklearn.metrics.pairwise import pairwise_kernels
+
+        e = self.estimator  # filter_params passes each kernel only the parameters it takes
+        return pairwise_kernels(X, Y, metric=e.kernel, filter_params=True, gamma=e.gamma, degree=e.degree,
+                                coef0=e.coef0)
+
+    def transform(self, X):
+        if not self.exact_:
+            return self.estimator_.transform(X)
+        kernel = self._kernel(np.asarray(X, dtype=np.float64), self.fit_rows_)
+        return self.centerer_.transform(kernel) @ self.alphas_
 
 
 class RowCappedTransformer(TransformerMixin, BaseEstimator):
