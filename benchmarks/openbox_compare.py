@@ -148,11 +148,13 @@ def run_one(dataset, name: str, seed: int, method: str, iterations: int, space_n
     }
 
 
-#: The final selections each run also records (``optdiv_variants``): the engine's selection with the guard against a
-#: log-loss selection clearly worse on 0/1 error at three thresholds, and the selection on the metric itself; all
-#: refitted like the default. Classification only: a regression selection already minimises its metric.
-GUARD_VARIANTS = {"guard z1.0": {"selection_guard": 1.0}, "guard z1.64": {"selection_guard": 1.645},
-                  "guard z2.58": {"selection_guard": 2.576}, "own metric": {"ensemble_loss": None}}
+#: The final selections each run also records (``optdiv_variants``): the log-loss selection without a guard and with
+#: the guard against a selection clearly worse on 0/1 error at three thresholds (the default is 1.645), and the
+#: selection on the metric itself; all refitted like the default. Classification only: a regression selection
+#: already minimises its metric.
+GUARD_VARIANTS = {"no guard": {"selection_guard": None}, "guard z1.0": {"selection_guard": 1.0},
+                  "guard z1.64": {"selection_guard": 1.645}, "guard z2.58": {"selection_guard": 2.576},
+                  "own metric": {"ensemble_loss": None}}
 
 
 def _optdiv_final(advisor, splits, space, task: str, metric: str, seed: int, ensemble: str, ensemble_size: int,
@@ -282,27 +284,44 @@ def host_table(records: Sequence[Dict]) -> str:
     return "\n".join(lines)
 
 
+#: The variant that is the adapter's default (``final_ensemble``'s ``selection_guard="auto"``).
+DEFAULT_VARIANT = "guard z1.64"
+
+
+def with_guard_default(record: Dict) -> Dict:
+    """``record`` as the current default reads it: a run recorded before the guard was the default holds the
+    unguarded selection as ``optdiv_test_error`` and the guarded one among its variants; they swap places."""
+    variants = record.get("optdiv_variants")
+    if not variants or "no guard" in variants:
+        return record
+    return dict(record, optdiv_test_error=variants[DEFAULT_VARIANT],
+                optdiv_variants=dict(variants, **{"no guard": record["optdiv_test_error"]}))
+
+
 def variants_table(records: Sequence[Dict]) -> str:
-    """Per dataset the mean test error of OpenBox alone, optdiv's default final model and each recorded variant
-    (``openbox`` runs that have them); then each variant's pooled pairs against OpenBox alone and the default."""
+    """Per dataset the mean test error of OpenBox alone and of each recorded final-selection variant (``openbox``
+    runs that have them) and how often the default guard kept the selection on the metric; then each variant's
+    pooled pairs against OpenBox alone and against the selection without the guard."""
     from optdiv.bench.stats import relative_pairs_line
 
-    runs = [r for r in records if r["method"] == "openbox" and r.get("optdiv_variants")]
+    runs = [with_guard_default(r) for r in records if r["method"] == "openbox" and r.get("optdiv_variants")]
     if not runs:
         return "(no runs with final-selection variants)"
     names = list(GUARD_VARIANTS)
-    lines = ["| dataset | seeds | OpenBox alone | optdiv default | " + " | ".join(names) + " | guard z1.64 kept own |",
-             "|---|---|---|---|" + "---|" * (len(names) + 1)]
+    lines = ["| dataset | seeds | OpenBox alone | " + " | ".join(names) + f" | {DEFAULT_VARIANT} kept own |",
+             "|---|---|---|" + "---|" * (len(names) + 1)]
     for dataset in sorted({r["dataset"] for r in runs}):
         rs = [r for r in runs if r["dataset"] == dataset]
-        cells = [np.mean([r["test_error"] for r in rs]), np.mean([r["optdiv_test_error"] for r in rs])]
-        cells += [np.mean([r["optdiv_variants"][n] for r in rs]) for n in names]
-        switched = sum((r["optdiv_guard"].get("guard z1.64") or {}).get("kept") == "own" for r in rs)
+        cells = [np.mean([r["test_error"] for r in rs])] + [np.mean([r["optdiv_variants"][n] for r in rs])
+                                                            for n in names]
+        switched = sum((r["optdiv_guard"].get(DEFAULT_VARIANT) or {}).get("kept") == "own" for r in rs)
         lines.append(f"| {dataset} | {len(rs)} | " + " | ".join(f"{c:.3f}" for c in cells) + f" | {switched} |")
+    unguarded = [r["optdiv_variants"]["no guard"] for r in runs]
     for name in names:
         mine = [r["optdiv_variants"][name] for r in runs]
         lines.append("\n" + relative_pairs_line(f"{name} vs OpenBox alone", mine, [r["test_error"] for r in runs]))
-        lines.append(relative_pairs_line(f"{name} vs optdiv default", mine, [r["optdiv_test_error"] for r in runs]))
+        if name != "no guard":
+            lines.append(relative_pairs_line(f"{name} vs no guard", mine, unguarded))
     return "\n".join(lines)
 
 
@@ -372,7 +391,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                           f"{record['changed_by_diversity']}/{record['diversity_steps']} suggestions changed by "
                           f"diversity, {record['mean_suggest_seconds']:.2f} s per suggestion, "
                           f"{record['wall_seconds']:.0f} s)", flush=True)
-    records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    records = [with_guard_default(json.loads(line)) for line in results.read_text().splitlines() if line.strip()]
     wanted = {Path(p).stem for p in args.data}
     table = summarise([r for r in records if r["dataset"] in wanted and r["method"] in args.methods
                        and r["seed"] in args.seeds and r["iterations"] == args.iterations])

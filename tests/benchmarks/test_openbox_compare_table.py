@@ -21,3 +21,29 @@ def test_the_diversity_column_is_paired_with_the_final_model_alone(script):
     # 9.5 vs 9.0 higher, 10.0 vs 11.0 lower, 10.5 vs 10.0 higher
     assert ("OpenBox + optdivbo + optdiv's final model vs OpenBox + optdiv's final model over 3 pairs: 1 lower / "
             "0 level / 2 higher") in table
+
+
+def _variant_record(seed, alone, unguarded, guarded, kept):
+    variants = {"guard z1.0": guarded, "guard z1.64": guarded, "guard z2.58": unguarded, "own metric": guarded}
+    verdict = {"z": 2.0 if kept == "own" else 0.5, "threshold": 1.645, "kept": kept}
+    return {"dataset": "d", "seed": seed, "method": "openbox", "test_error": alone, "optdiv_test_error": unguarded,
+            "optdiv_variants": variants, "optdiv_guard": {name: verdict for name in variants}}
+
+
+def test_a_record_from_before_the_guard_default_reads_as_the_default_now(script):
+    compare = script("openbox_compare")
+    old = _variant_record(0, 2.0, unguarded=3.0, guarded=1.5, kept="own")
+    now = compare.with_guard_default(old)
+    assert now["optdiv_test_error"] == 1.5 and now["optdiv_variants"]["no guard"] == 3.0
+    assert old["optdiv_test_error"] == 3.0  # the record itself is left as written
+    assert compare.with_guard_default(now) == now  # a record of the guard default is read as it is
+
+
+def test_the_variants_table_pairs_each_variant_with_the_host_and_the_unguarded_selection(script):
+    compare = script("openbox_compare")
+    records = [_variant_record(0, 2.0, 3.0, 1.5, "own"), _variant_record(1, 2.0, 1.8, 1.8, "smooth"),
+               {"dataset": "d", "seed": 2, "method": "openbox", "test_error": 2.0, "optdiv_test_error": 1.0}]
+    table = compare.variants_table(records)
+    assert "| d | 2 | 2.000 | 2.400 | 1.650 | 1.650 | 2.400 | 1.650 | 1 |" in table  # the run without variants left out
+    assert "guard z1.64 vs no guard over 2 pairs: 1 lower / 1 level / 0 higher" in table
+    assert "no guard vs OpenBox alone over 2 pairs: 1 lower / 0 level / 1 higher" in table

@@ -213,19 +213,23 @@ def test_final_ensemble_selects_as_the_engine_does(tmp_path):
     _ask_tell(advisor, 12)
     rows, preds = advisor.stored_predictions()
     runs = [_Run("ok", p, 0.0) for p in preds]
-    for options, selection in (({}, "log_loss"), ({"ensemble_loss": None}, None),
-                               ({"ensemble_loss": "brier"}, "brier")):
+    for options, selection, guard in (({}, "log_loss", 1.645), ({"selection_guard": None}, "log_loss", None),
+                                      ({"selection_guard": 0.0}, "log_loss", 0.0),
+                                      ({"ensemble_loss": None}, None, None),
+                                      ({"ensemble_loss": "brier"}, "brier", 1.645)):
         members = final_ensemble(advisor, **options)
-        picked, weights = choose_members(runs, y_val, "error", selection_loss=selection)
+        picked, weights = choose_members(runs, y_val, "error", selection_loss=selection, guard=guard)
         assert members.indices == [rows[j] for j in picked]
         np.testing.assert_allclose(members.weights, weights)
         assert members.task == "classification"
+        assert ("guard" in members.info) == (guard is not None and selection is not None)
     bagged = final_ensemble(advisor, ensemble_bags=5)
     picked, weights = choose_members(runs, y_val, "error", selection_loss="log_loss", bags=5)
     np.testing.assert_allclose(bagged.weights, weights)
     for bad, match in (({"ensemble_loss": "mse"}, "does not fit a classification task"),
                        ({"ensemble_loss": "nope"}, "ensemble_loss must be"), ({"ensemble_bags": -1}, "ensemble_bags"),
-                       ({"ensemble_bags": "many"}, "ensemble_bags"), ({"size": 0}, "ensemble_size")):
+                       ({"ensemble_bags": "many"}, "ensemble_bags"), ({"size": 0}, "ensemble_size"),
+                       ({"selection_guard": -1.0}, "selection_guard"), ({"selection_guard": "on"}, "selection_guard")):
         with pytest.raises(ValueError, match=match):
             final_ensemble(advisor, **bad)
 
