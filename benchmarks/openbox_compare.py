@@ -149,12 +149,14 @@ def run_one(dataset, name: str, seed: int, method: str, iterations: int, space_n
 
 
 #: The final selections each run also records (``optdiv_variants``): the log-loss selection without a guard and with
-#: the guard against a selection clearly worse on 0/1 error at three thresholds (the default is 1.645), and the
-#: selection on the metric itself; all refitted like the default. Classification only: a regression selection
-#: already minimises its metric.
+#: the guard against a selection clearly worse on 0/1 error at three thresholds (``final_ensemble``'s
+#: ``selection_guard``; off by default), and the selection on the metric itself; all refitted like the default.
+#: Classification only: a regression selection already minimises its metric.
 GUARD_VARIANTS = {"no guard": {"selection_guard": None}, "guard z1.0": {"selection_guard": 1.0},
                   "guard z1.64": {"selection_guard": 1.645}, "guard z2.58": {"selection_guard": 2.576},
                   "own metric": {"ensemble_loss": None}}
+#: The threshold chosen on the choice sets, whose switches the variants table counts.
+GUARD_SHOWN = "guard z1.64"
 
 
 def _optdiv_final(advisor, splits, space, task: str, metric: str, seed: int, ensemble: str, ensemble_size: int,
@@ -247,17 +249,25 @@ HOST_COLUMNS = [("OpenBox alone", "openbox", "test_error"),
 def host_table(records: Sequence[Dict]) -> str:
     """Per dataset the mean +- std of each HOST_COLUMNS column over the seeds every column has; then, per optdiv
     column, the pooled pairs lower / level / higher than OpenBox alone and the Wilcoxon p of the relative
-    differences (level pairs dropped), and each diversity column against :data:`FINAL_COLUMN`."""
+    differences (level pairs dropped), and each diversity column against :data:`FINAL_COLUMN`.
+
+    A (dataset, seed, method) recorded again in a later sitting is another run, not a replacement: the searches of
+    one seed differ between sittings (time limits, failures), so both count, each paired within its own sitting."""
     from optdiv.bench.stats import relative_pairs_line
 
-    value = {(r["dataset"], r["seed"], r["method"], field): r.get(field, "")
-             for r in records for field in {c[2] for c in HOST_COLUMNS}}
+    sitting: Dict[tuple, int] = {}
+    value = {}
+    for r in records:
+        key = (r["dataset"], r["seed"], r["method"])
+        sitting[key] = sitting.get(key, -1) + 1
+        for field in {c[2] for c in HOST_COLUMNS}:
+            value[r["dataset"], (r["seed"], sitting[key]), r["method"], field] = r.get(field, "")
     columns = [c for c in HOST_COLUMNS if any(key[2:] == c[1:] and v != "" for key, v in value.items())]
     if len(columns) < 2:
         return "(no paired host runs)"
     datasets = sorted({r["dataset"] for r in records})
-    seeds = sorted({r["seed"] for r in records})
-    lines = ["| dataset | seeds | " + " | ".join(c[0] for c in columns) + " |", "|---|---|" + "---|" * len(columns)]
+    seeds = sorted({key[1] for key in value})
+    lines = ["| dataset | runs | " + " | ".join(c[0] for c in columns) + " |", "|---|---|" + "---|" * len(columns)]
     pairs: Dict[str, List[tuple]] = {c[0]: [] for c in columns[1:]}
     for dataset in datasets:
         common = [s for s in seeds if all(value.get((dataset, s) + c[1:], "") != "" for c in columns)]
@@ -284,37 +294,32 @@ def host_table(records: Sequence[Dict]) -> str:
     return "\n".join(lines)
 
 
-#: The variant that is the adapter's default (``final_ensemble``'s ``selection_guard="auto"``).
-DEFAULT_VARIANT = "guard z1.64"
-
-
-def with_guard_default(record: Dict) -> Dict:
-    """``record`` as the current default reads it: a run recorded before the guard was the default holds the
-    unguarded selection as ``optdiv_test_error`` and the guarded one among its variants; they swap places."""
+def with_unguarded(record: Dict) -> Dict:
+    """``record`` with the selection without the guard among its variants: the runs recorded while the guard was
+    being chosen kept it only as ``optdiv_test_error`` (the default then and now)."""
     variants = record.get("optdiv_variants")
     if not variants or "no guard" in variants:
         return record
-    return dict(record, optdiv_test_error=variants[DEFAULT_VARIANT],
-                optdiv_variants=dict(variants, **{"no guard": record["optdiv_test_error"]}))
+    return dict(record, optdiv_variants=dict(variants, **{"no guard": record["optdiv_test_error"]}))
 
 
 def variants_table(records: Sequence[Dict]) -> str:
     """Per dataset the mean test error of OpenBox alone and of each recorded final-selection variant (``openbox``
-    runs that have them) and how often the default guard kept the selection on the metric; then each variant's
+    runs that have them) and how often the guard at :data:`GUARD_SHOWN` kept the selection on the metric; then each variant's
     pooled pairs against OpenBox alone and against the selection without the guard."""
     from optdiv.bench.stats import relative_pairs_line
 
-    runs = [with_guard_default(r) for r in records if r["method"] == "openbox" and r.get("optdiv_variants")]
+    runs = [with_unguarded(r) for r in records if r["method"] == "openbox" and r.get("optdiv_variants")]
     if not runs:
         return "(no runs with final-selection variants)"
     names = list(GUARD_VARIANTS)
-    lines = ["| dataset | seeds | OpenBox alone | " + " | ".join(names) + f" | {DEFAULT_VARIANT} kept own |",
+    lines = ["| dataset | seeds | OpenBox alone | " + " | ".join(names) + f" | {GUARD_SHOWN} kept own |",
              "|---|---|---|" + "---|" * (len(names) + 1)]
     for dataset in sorted({r["dataset"] for r in runs}):
         rs = [r for r in runs if r["dataset"] == dataset]
         cells = [np.mean([r["test_error"] for r in rs])] + [np.mean([r["optdiv_variants"][n] for r in rs])
                                                             for n in names]
-        switched = sum((r["optdiv_guard"].get(DEFAULT_VARIANT) or {}).get("kept") == "own" for r in rs)
+        switched = sum((r["optdiv_guard"].get(GUARD_SHOWN) or {}).get("kept") == "own" for r in rs)
         lines.append(f"| {dataset} | {len(rs)} | " + " | ".join(f"{c:.3f}" for c in cells) + f" | {switched} |")
     unguarded = [r["optdiv_variants"]["no guard"] for r in runs]
     for name in names:
@@ -391,12 +396,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                           f"{record['changed_by_diversity']}/{record['diversity_steps']} suggestions changed by "
                           f"diversity, {record['mean_suggest_seconds']:.2f} s per suggestion, "
                           f"{record['wall_seconds']:.0f} s)", flush=True)
-    records = [with_guard_default(json.loads(line)) for line in results.read_text().splitlines() if line.strip()]
+    records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     wanted = {Path(p).stem for p in args.data}
     table = summarise([r for r in records if r["dataset"] in wanted and r["method"] in args.methods
                        and r["seed"] in args.seeds and r["iterations"] == args.iterations])
     table += "\n\n" + host_table([r for r in records if r["dataset"] in wanted and r["seed"] in args.seeds
-                                   and r["iterations"] == args.iterations])
+                                   and r["method"] in args.methods and r["iterations"] == args.iterations])
     table += "\n\n" + variants_table([r for r in records if r["dataset"] in wanted and r["seed"] in args.seeds
                                         and r["iterations"] == args.iterations])
     (out / "summary.md").write_text(table + "\n")

@@ -30,13 +30,13 @@ def _variant_record(seed, alone, unguarded, guarded, kept):
             "optdiv_variants": variants, "optdiv_guard": {name: verdict for name in variants}}
 
 
-def test_a_record_from_before_the_guard_default_reads_as_the_default_now(script):
+def test_a_record_without_the_unguarded_variant_gets_it_from_the_default(script):
     compare = script("openbox_compare")
     old = _variant_record(0, 2.0, unguarded=3.0, guarded=1.5, kept="own")
-    now = compare.with_guard_default(old)
-    assert now["optdiv_test_error"] == 1.5 and now["optdiv_variants"]["no guard"] == 3.0
-    assert old["optdiv_test_error"] == 3.0  # the record itself is left as written
-    assert compare.with_guard_default(now) == now  # a record of the guard default is read as it is
+    now = compare.with_unguarded(old)
+    assert now["optdiv_test_error"] == 3.0 and now["optdiv_variants"]["no guard"] == 3.0
+    assert "no guard" not in old["optdiv_variants"]  # the record itself is left as written
+    assert compare.with_unguarded(now) == now
 
 
 def test_the_variants_table_pairs_each_variant_with_the_host_and_the_unguarded_selection(script):
@@ -47,3 +47,11 @@ def test_the_variants_table_pairs_each_variant_with_the_host_and_the_unguarded_s
     assert "| d | 2 | 2.000 | 2.400 | 1.650 | 1.650 | 2.400 | 1.650 | 1 |" in table  # the run without variants left out
     assert "guard z1.64 vs no guard over 2 pairs: 1 lower / 1 level / 0 higher" in table
     assert "no guard vs OpenBox alone over 2 pairs: 1 lower / 0 level / 1 higher" in table
+
+
+def test_a_seed_recorded_in_two_sittings_counts_as_two_runs(script):
+    first = [{"dataset": "d", "seed": 0, "method": "openbox", "test_error": 2.0, "optdiv_test_error": 1.0}]
+    second = [{"dataset": "d", "seed": 0, "method": "openbox", "test_error": 1.0, "optdiv_test_error": 3.0}]
+    table = script("openbox_compare").host_table(first + second)
+    assert "| d | 2 | 1.5 +- 0.71 | 2 +- 1.4 |" in table
+    assert "over 2 pairs: 1 lower / 0 level / 1 higher" in table  # each run paired within its own sitting

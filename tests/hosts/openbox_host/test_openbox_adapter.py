@@ -213,10 +213,10 @@ def test_final_ensemble_selects_as_the_engine_does(tmp_path):
     _ask_tell(advisor, 12)
     rows, preds = advisor.stored_predictions()
     runs = [_Run("ok", p, 0.0) for p in preds]
-    for options, selection, guard in (({}, "log_loss", 1.645), ({"selection_guard": None}, "log_loss", None),
+    for options, selection, guard in (({}, "log_loss", None), ({"selection_guard": 1.645}, "log_loss", 1.645),
                                       ({"selection_guard": 0.0}, "log_loss", 0.0),
-                                      ({"ensemble_loss": None}, None, None),
-                                      ({"ensemble_loss": "brier"}, "brier", 1.645)):
+                                      ({"ensemble_loss": None, "selection_guard": 1.645}, None, None),
+                                      ({"ensemble_loss": "brier", "selection_guard": 1.645}, "brier", 1.645)):
         members = final_ensemble(advisor, **options)
         picked, weights = choose_members(runs, y_val, "error", selection_loss=selection, guard=guard)
         assert members.indices == [rows[j] for j in picked]
