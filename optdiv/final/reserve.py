@@ -32,8 +32,8 @@ REFIT_OVERRUN_SHARE = 0.5
 
 
 def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) -> List:
-    """The observations the final ensemble would hold if the search stopped now, heaviest weight first: one ensemble
-    selection on ``loss`` over the :data:`LIKELY_POOL` best successful runs (the :data:`REFIT_MEMBERS` best without
+    """The observations the final ensemble would hold if the search stopped now: one ensemble selection on
+    ``loss`` over the :data:`LIKELY_POOL` best successful runs (the :data:`REFIT_MEMBERS` best without
     validation targets). What the search keeps time for follows these members, not a fixed number of runs."""
     ok = sorted((obs for obs in history if obs.status == "ok" and obs.val_pred is not None),
                 key=lambda obs: (obs.val_loss, obs.index))
@@ -45,8 +45,7 @@ def likely_members(history: Sequence, y_val, loss: str, size: int, seed: int) ->
                                      seed=seed).weights
     except ValueError:  # a loss selection cannot use here: fall back to the best runs
         return ok[:REFIT_MEMBERS]
-    order = sorted((i for i in range(len(pool)) if weights[i] > 0), key=lambda i: (-float(weights[i]), i))
-    return [pool[i] for i in order]  # heaviest first, the order in which the final model refits them
+    return [obs for obs, weight in zip(pool, weights) if weight > 0]
 
 
 def worker_refit_seconds(obs, rows: Tuple[float, float]) -> float:
@@ -72,9 +71,8 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     was ``started`` during the search). ``refits_share`` counts that share of those worker refits only: they are
     optional (a member whose refit does not fit stays fitted on train), so an evaluation already running may use
     the rest (:data:`REFIT_OVERRUN_SHARE`). ``refits_cap``: the most seconds those refits are reserved (a search on a
-    row sample, whose refits on every row could otherwise claim the whole budget before the search has begun): only the
-    refits that fit within it, taken in the members' order (:func:`refits_within`), since the others will stay fitted
-    on the sample. ``members`` are in the order the final model refits them (:func:`likely_members`). A member
+    row sample, whose refits on every row could otherwise claim the whole budget before the search has begun); a member
+    whose own refit is predicted over the cap is left out of it, since it will stay fitted on the sample. A member
     ``refitted`` says is done (refitted ahead, during the search) costs its loading only.
     """
     reserve = FINISH_SECONDS
@@ -87,23 +85,12 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     elif refit:
         each = [worker_refit_seconds(obs, rows) for obs in members if refitted is None or not refitted(obs)]
         refits = sum(each)
-        if refits_cap is not None:  # only the refits the final model will make within the cap are kept time for
-            refits = refits_within(each, refits_cap)
+        if refits_cap is not None:  # a member whose own refit is over the cap is never refitted: nothing kept for it
+            refits = min(sum(t for t in each if t <= refits_cap), refits_cap)
         reserve += (0.0 if started else REFIT_WORKER_START) + refits_share * refits
     elif digest is None:
         reserve += REFIT_SAFETY * sum(obs.fit_seconds for obs in members)
     return reserve
-
-
-def refits_within(seconds: Sequence[float], cap: float) -> float:
-    """The seconds of the refits made within ``cap``, taken in order (the members heaviest weight first) each while
-    it still fits, as :func:`optdiv.final.fit.members_to_refit` chooses them: keeping the cap itself would keep time
-    for a refit that is then skipped, and the fit would end that much early."""
-    spent = 0.0
-    for each in seconds:
-        if spent + each <= cap:
-            spent += each
-    return spent
 
 
 class FinishReserve:
