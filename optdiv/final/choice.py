@@ -135,8 +135,10 @@ def resolve_selection(task: str, metric: str, ensemble_loss=AUTO, ensemble_bags=
 
 
 def check_selection_settings(size, ensemble_loss=AUTO, ensemble_bags=AUTO, task: Optional[str] = None,
-                             own_metric: str = "the run's metric") -> None:
+                             own_metric: str = "the run's metric", guard: Optional[float] = None) -> None:
     """Refuse a bad final-selection setting where a user gives it (an adapter's option), not at the search's end."""
+    if guard is not None and (isinstance(guard, (bool, str)) or not guard >= 0):
+        raise ValueError(f"selection_guard must be None or a non-negative z value; got {guard!r}")
     if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
         raise ValueError(f"ensemble_size must be a positive integer; got {size!r}")
     if ensemble_loss is not None and ensemble_loss != AUTO:

@@ -151,7 +151,7 @@ def final_ensemble(
 
     if not callable(getattr(advisor, "stored_predictions", None)):  # an OptDivAdvisor's own store of predictions
         raise TypeError(f"final_ensemble needs an OptDivAdvisor; got {type(advisor).__name__}")
-    check_selection_settings(size, ensemble_loss, ensemble_bags, task=advisor.task)
+    check_selection_settings(size, ensemble_loss, ensemble_bags, task=advisor.task, guard=selection_guard)
     y = advisor.y_val if y_val is None else check_targets(y_val, advisor.task)
     if y is None:
         raise ValueError("pass y_val: this advisor was built without validation targets")
@@ -165,8 +165,6 @@ def final_ensemble(
     selection_loss, bags = resolve_selection(advisor.task, loss, ensemble_loss, ensemble_bags)
     objectives = advisor.history.get_objectives(transform="none", warn_invalid_value=False)[:, 0]
     runs = [_Run("ok", preds[j], float(objectives[i])) for j, i in enumerate(rows)]
-    if selection_guard is not None and (isinstance(selection_guard, (bool, str)) or not selection_guard >= 0):
-        raise ValueError(f"selection_guard must be None or a non-negative z value; got {selection_guard!r}")
     info: dict = {}
     picked, weights = choose_members(runs, y, loss, builder=builder, size=size, seed=seed, info=info,
                                      selection_loss=selection_loss, bags=bags, guard=selection_guard)
