@@ -30,7 +30,7 @@ def _variant_record(seed, alone, unguarded, guarded, kept):
             "optdiv_variants": variants, "optdiv_guard": {name: verdict for name in variants}}
 
 
-def test_a_record_without_the_unguarded_variant_gets_it_from_the_default(script):
+def test_the_unguarded_variant_is_read_from_the_default(script):
     compare = script("openbox_compare")
     old = _variant_record(0, 2.0, unguarded=3.0, guarded=1.5, kept="own")
     now = compare.with_unguarded(old)
