@@ -22,7 +22,7 @@ from optdiv.evaluation.fitting import build_pipeline
 from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.pipelines import SavedPipelines, splits_digest
 from optdiv.final.model import EnsembleModel
-from optdiv.final.refit_time import fold_refit_seconds, refit_seconds
+from optdiv.final.refit_time import RefitPace, fold_refit_seconds, refit_seconds
 
 if TYPE_CHECKING:  # the engine's result, which fit_model completes; the engine imports this module, not back
     from optdiv.engine.result import SearchResult
@@ -103,10 +103,16 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             report["refit_times"] = list(refitter.ahead_times)  # every refit run ahead, member or not any more
         if refit and not cross_validated and deadline is not None and (refitter is not None or not in_worker):
             later = [p for p in by_weight if p not in on_all]
+        pace = RefitPace()  # the later members' predictions follow what the refits so far took
+        if refitter is not None:
+            by_index = {obs.index: obs for obs in result.history}
+            for taken in refitter.ahead_times:
+                if taken["ok"] and taken["index"] in by_index:
+                    pace.record(by_index[taken["index"]].algorithm, taken["predicted"], taken["seconds"])
         for position in [p for p in by_weight if p in on_all] + later:
             obs = result.history[result.member_indices[position]]
             if position not in on_all:
-                if predicted(obs) > deadline.left() - FINISH_SECONDS:
+                if pace.correct(obs.algorithm, predicted(obs)) > deadline.left() - FINISH_SECONDS:
                     continue
                 on_all.add(position)
             rounds = kept_rounds(obs.measures)  # a member whose evaluation was cut is refitted as it was scored
@@ -119,9 +125,11 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             refits[position] = (refitter.fit(obs) if refitter is not None
                                 else _fitted(space, obs.config, X_all, y_all, seed, task, threads, rounds))
             # predicted against taken, per refit: what the search's reserve for the refits can be checked on
+            taken, ok = time.perf_counter() - refit_began, refits[position][0] is not None
+            if ok:
+                pace.record(obs.algorithm, expected, taken)
             report.setdefault("refit_times", []).append(
-                {"index": obs.index, "predicted": round(expected, 2),
-                 "seconds": round(time.perf_counter() - refit_began, 2), "ok": refits[position][0] is not None})
+                {"index": obs.index, "predicted": round(expected, 2), "seconds": round(taken, 2), "ok": ok})
         if ahead:
             report["refitted_ahead"] = len(ahead)
         if refit and not cross_validated:

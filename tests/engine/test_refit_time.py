@@ -56,3 +56,20 @@ def test_the_reserve_keeps_no_time_for_a_refit_that_cannot_fit_or_was_run_ahead(
     assert reserve(100.0, refitted=lambda obs: obs.index == 1) == pytest.approx(FINISH_SECONDS + 4.0)
     assert reserve(4.5 + FINISH_SECONDS) == pytest.approx(FINISH_SECONDS + 4.0)
     assert reserve(3.5 + FINISH_SECONDS) == pytest.approx(FINISH_SECONDS)  # neither refit fits: none is kept time for
+
+
+def test_a_refit_taken_corrects_the_next_prediction_of_its_algorithm_only():
+    from optdiv.final.refit_time import PACE_BOUNDS, RefitPace
+
+    pace = RefitPace()
+    assert pace.correct("gradient_boosting", 80.0) == pytest.approx(80.0)  # nothing taken yet: the prediction
+    pace.record("gradient_boosting", 80.0, 20.0)
+    pace.record("gradient_boosting", 40.0, 20.0)
+    assert pace.correct("gradient_boosting", 60.0) == pytest.approx(30.0)  # the slowest share seen: 0.5
+    assert pace.correct("extra_trees", 60.0) == pytest.approx(60.0)  # another algorithm is not corrected
+    pace.record("lightgbm", 100.0, 1.0)  # one near-instant refit says little: at most a quarter off
+    assert pace.correct("lightgbm", 40.0) == pytest.approx(40.0 * PACE_BOUNDS[0])
+    pace.record("random_forest", 10.0, 30.0)  # slower than predicted: the next is predicted slower too
+    assert pace.correct("random_forest", 10.0) == pytest.approx(30.0)
+    pace.record("random_forest", 0.0, 5.0)  # no prediction to compare with: ignored
+    assert pace.correct("random_forest", 10.0) == pytest.approx(30.0)

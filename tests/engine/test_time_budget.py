@@ -300,13 +300,35 @@ def test_the_time_a_quick_refit_leaves_refits_the_next_member_whose_refit_now_fi
     assert len(result.member_indices) >= 2
     order = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
     ratio = (len(cls_splits.y_train) + len(cls_splits.y_val)) / len(cls_splits.y_train)
-    for position, i in enumerate(result.member_indices):  # predicted: 1.5 s the heaviest, 2 s the next, 9 s others
-        result.history[i].fit_seconds = {order[0]: 1.5, order[1]: 2.0}.get(position, 9.0) / ratio
-    # 3 s: the plan holds the heaviest only (1.5 + 2 > 3); its refit of a small tree takes far less than 1.5 s
+    for position, i in enumerate(result.member_indices):  # predicted: 1.5 s the heaviest, 2 s the next, 40 s others
+        result.history[i].fit_seconds = {order[0]: 1.5, order[1]: 2.0}.get(position, 40.0) / ratio
+    # 3 s: the plan holds the heaviest only (1.5 + 2 > 3); its refit of a small tree takes far less than 1.5 s;
+    # the others stay out even at the quickest pace a refit can set (a quarter of 40 s)
     model, final = _refit_with_worker(result, cls_splits, 3.0)
     refitted = [m["index"] for m in model.info if m["source"] == "refitted"]
     assert sorted(refitted) == sorted(result.member_indices[p] for p in order[:2])
     assert [t["index"] for t in final["refit_times"]] == [result.member_indices[p] for p in order[:2]]
+
+
+def test_a_member_predicted_over_the_time_left_is_refitted_at_the_pace_its_algorithms_refits_took(cls_splits):
+    """A prediction that the refits of the same algorithm have beaten is corrected by the share they took: the
+    member predicted at 4 s after a 3 s deadline is refitted once a member of its algorithm refitted in a fraction of
+    its prediction."""
+    from optdiv.final.refit_time import PACE_BOUNDS
+
+    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=12, seed=2)
+    assert len(result.member_indices) >= 2
+    order = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
+    ratio = (len(cls_splits.y_train) + len(cls_splits.y_val)) / len(cls_splits.y_train)
+    for position, i in enumerate(result.member_indices):  # predicted: 1.5 s the heaviest, 4 s the next, 40 s others
+        result.history[i].fit_seconds = {order[0]: 1.5, order[1]: 4.0}.get(position, 40.0) / ratio
+    model, final = _refit_with_worker(result, cls_splits, 3.0)
+    refitted = [m["index"] for m in model.info if m["source"] == "refitted"]
+    assert sorted(refitted) == sorted(result.member_indices[p] for p in order[:2])
+    first, second = final["refit_times"]
+    assert second["predicted"] == pytest.approx(4.0, rel=0.01) > 3.0  # the plain prediction did not fit
+    assert first["seconds"] < PACE_BOUNDS[0] * first["predicted"]  # the first refit took under a quarter of its own
 
 
 def test_under_cross_validation_members_whose_refit_does_not_fit_are_left_out(cls_splits):
