@@ -12,8 +12,9 @@ Each fit runs in a subprocess pinned to its cores (CPU affinity, which the estim
 ``synthetic:N`` is ``make_classification(n_samples=N, n_features=30, n_informative=12, n_redundant=6, flip_y=0.03,
 class_sep=0.8, random_state=0)``; other names are CSV files of ``--data-dir`` (last column the target). Per fit it
 records the test error (%, or MSE), the evaluations and how many failed, the wall time against the budget, the
-peak resident memory of the driver, of its largest worker and of the whole process tree at once, and which
-algorithms were evaluated and which failed; ``lightgbm`` is ``LGBMClassifier()`` / ``LGBMRegressor()`` at their
+peak resident memory of the driver, of its largest worker and of the whole process tree at once (and the three
+evaluations that peaked highest, with their algorithm and preprocessor), and which algorithms were evaluated and
+which failed; ``lightgbm`` is ``LGBMClassifier()`` / ``LGBMRegressor()`` at their
 defaults on the same cores and rows. A rerun skips the fits already in ``OUT/results.jsonl``. ``--jobs 2`` runs
 two fits at once on disjoint cores (fewest cores first; a fit waits until its cores are free), so one-core fits pair
 up on a 2-core machine. ``report`` writes ``OUT/table.md`` with a Wilcoxon test of the most cores against one;
@@ -146,8 +147,16 @@ def fit(job: dict) -> dict:
                algorithms=[obs.algorithm for obs in history],
                search_seconds=model.result_.info.get("search_seconds"), stopped=model.result_.info.get("stopped"),
                final_model=model.result_.info.get("final_model"),
-               cut=sum("rounds_fitted" in obs.measures for obs in history))
+               cut=sum("rounds_fitted" in obs.measures for obs in history), largest=largest_evaluations(history))
     return out
+
+
+def largest_evaluations(history, count: int = 3) -> list:
+    """The ``count`` evaluations whose worker peaked highest: what a memory target has to bound."""
+    peaks = [(obs.measures.get("peak_mb"), obs) for obs in history if (obs.measures or {}).get("peak_mb")]
+    return [{"index": obs.index, "peak_mb": peak, "algorithm": obs.algorithm, "status": obs.status,
+             "preprocessor": (obs.config or {}).get("feature_preprocessor:__choice__")}
+            for peak, obs in sorted(peaks, key=lambda item: -item[0])[:count]]
 
 
 def pending(args) -> list:
