@@ -39,6 +39,11 @@ REFIT_SAFETY = 1.5
 WORKER_REFIT_SAFETY = 1.0
 #: Seconds reserved for starting the refit worker process (interpreter, imports, the rows).
 REFIT_WORKER_START = 3.0
+#: Once no member's corrected prediction fits the time left, the member with the shortest one is still attempted when
+#: that prediction is at most this many times the time left (predicted refits on every row took a quarter to all of
+#: their prediction), and at least :data:`ATTEMPT_MIN_SECONDS` are left.
+ATTEMPT_REACH = 2.0
+ATTEMPT_MIN_SECONDS = 5.0
 
 
 def fit_model(result: SearchResult, space, splits: Splits, task, classes, columns, seed, refit=False,
@@ -50,8 +55,10 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     (an older run without saved pipelines, cross-validation without fold bags, a pruned one) are refitted. Under a
     ``deadline`` (default: the search's) only the members whose refit on train+validation is predicted to fit in
     the time left are refitted, heaviest weight first, each in a worker process that is stopped at the deadline;
-    the others (and one whose refit is stopped or fails) stay fitted on train, and ``result.info["final_model"]``
-    says how many.
+    a member left out is taken when its prediction, corrected by the pace its algorithm's refits took
+    (:class:`~optdiv.final.refit_time.RefitPace`), fits what the refits before it left, and once none fits, the one
+    likeliest to end is attempted in the time left (:data:`ATTEMPT_REACH`). The others (and one whose refit is
+    stopped or fails) stay fitted on train, and ``result.info["final_model"]`` says how many.
     Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing; a
     member without a saved fold bag must be refitted there, so under a deadline the lightest such members whose
     refits are predicted not to fit are left out (the heaviest always stays) and the others' weights rescaled to
@@ -96,7 +103,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     try:
         refits = {}  # position -> (pipeline or None, error), heaviest first, so a refit cut at the deadline is a
         # light one; then, in the time the planned refits left (they may take less than predicted), the heaviest
-        # of the others whose refit is now predicted to fit
+        # of the others whose refit is now predicted to fit; then attempts in the time no prediction fits
         by_weight = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
         later, ahead = [], []
         if refitter is not None and refitter.ahead_times:
@@ -109,18 +116,16 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             for taken in refitter.ahead_times:
                 if taken["ok"] and taken["index"] in by_index:
                     pace.record(by_index[taken["index"]].algorithm, taken["predicted"], taken["seconds"])
-        for position in [p for p in by_weight if p in on_all] + later:
+
+        def refit_member(position: int, **extra) -> bool:
+            """Refit the member at ``position`` (or read back its refit run ahead); True when it is refitted."""
             obs = result.history[result.member_indices[position]]
-            if position not in on_all:
-                if pace.correct(obs.algorithm, predicted(obs)) > deadline.left() - FINISH_SECONDS:
-                    continue
-                on_all.add(position)
             rounds = kept_rounds(obs.measures)  # a member whose evaluation was cut is refitted as it was scored
             if result.member_indices[position] in ready:
                 refits[position] = refitter.fit(obs)  # refitted ahead, during the search: read back
                 if refits[position][0] is not None:
                     ahead.append(obs.index)
-                continue
+                return refits[position][0] is not None
             expected, refit_began = predicted(obs), time.perf_counter()
             refits[position] = (refitter.fit(obs) if refitter is not None
                                 else _fitted(space, obs.config, X_all, y_all, seed, task, threads, rounds))
@@ -129,7 +134,32 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             if ok:
                 pace.record(obs.algorithm, expected, taken)
             report.setdefault("refit_times", []).append(
-                {"index": obs.index, "predicted": round(expected, 2), "seconds": round(taken, 2), "ok": ok})
+                {"index": obs.index, "predicted": round(expected, 2), "seconds": round(taken, 2), "ok": ok, **extra})
+            return ok
+
+        for position in [p for p in by_weight if p in on_all] + later:
+            if position not in on_all:
+                obs = result.history[result.member_indices[position]]
+                if pace.correct(obs.algorithm, predicted(obs)) > deadline.left() - FINISH_SECONDS:
+                    continue
+                on_all.add(position)
+            refit_member(position)
+        if refit and not cross_validated and refitter is not None:
+            # the time no prediction fits is spent on attempts: a refit that does not end in time is stopped at the
+            # deadline in its worker and its member keeps its fit on train, so an attempt costs only idle seconds
+            while True:
+                left = deadline.left() - FINISH_SECONDS
+                reach = [(pace.correct(result.history[result.member_indices[p]].algorithm,
+                                       predicted(result.history[result.member_indices[p]])), p)
+                         for p in by_weight if p not in on_all]
+                reach = [(seconds, p) for seconds, p in reach if seconds <= ATTEMPT_REACH * left]
+                if left < ATTEMPT_MIN_SECONDS or not reach:
+                    break
+                position = min(reach)[1]  # the likeliest to end in time
+                on_all.add(position)
+                if not refit_member(position, attempt=True):  # stopped at the deadline: the member stays on train
+                    on_all.discard(position)
+                    break
         if ahead:
             report["refitted_ahead"] = len(ahead)
         if refit and not cross_validated:
