@@ -173,6 +173,11 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                 report["refit_skipped"] = (f"refitting {n_members - len(on_all)} of {n_members} members on "
                                            f"train+validation was predicted not to fit in the time budget: they stay "
                                            f"fitted on train")
+                if deadline is not None:  # which, and what their refits were predicted to take (after the pace)
+                    report["left_on_train"] = [
+                        {"index": obs.index, "algorithm": obs.algorithm, "weight": round(float(result.weights[p]), 4),
+                         "predicted": round(pace.correct(obs.algorithm, predicted(obs)), 2)}
+                        for p in by_weight if p not in on_all for obs in [result.history[result.member_indices[p]]]]
         for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
             obs = result.history[i]
             pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)
