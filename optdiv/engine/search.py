@@ -126,7 +126,7 @@ def search(
             seed=c.seed, loss=prepared.loss, budget=c.evaluations(), predictor=prepared.predictor, store=store,
             time_left=prepared.time_left, run_left=prepared.run_left, fill_in=candidates is None,
             constraints=prepared.constraints, progress=progress, on_finished=prepared.finished,
-            ahead=None if prepared.refitter is None or prepared.all_rows is not None else prepared.refit_ahead)
+            ahead=None if prepared.refitter is None else prepared.refit_ahead)
         return finish(prepared, outcome, classes, columns)
     except BaseException:  # the refit worker started with the search ends with it (fit_model ends it otherwise)
         if prepared.refitter is not None:
@@ -315,7 +315,8 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                             rows=refit_from_to,
                             refits_cap=(None if all_rows is None or time_budget is None
                                         else SAMPLE_REFITS_SHARE * time_budget),
-                            refitted=None if refitter is None else refitter.done)
+                            refitted=None if refitter is None else refitter.done,
+                            pace=None if refitter is None else refitter.pace)
     try:
         # cost-aware suggestion weighs candidates by the search's time left; ADMM weighs the constraints themselves
         strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,

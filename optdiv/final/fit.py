@@ -110,12 +110,8 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             report["refit_times"] = list(refitter.ahead_times)  # every refit run ahead, member or not any more
         if refit and not cross_validated and deadline is not None and (refitter is not None or not in_worker):
             later = [p for p in by_weight if p not in on_all]
-        pace = RefitPace()  # the later members' predictions follow what the refits so far took
-        if refitter is not None:
-            by_index = {obs.index: obs for obs in result.history}
-            for taken in refitter.ahead_times:
-                if taken["ok"] and taken["index"] in by_index:
-                    pace.record(by_index[taken["index"]].algorithm, taken["predicted"], taken["seconds"])
+        # the later members' predictions follow what the refits so far took, those run ahead included
+        pace = refitter.pace if refitter is not None else RefitPace()
 
         def refit_member(position: int, **extra) -> bool:
             """Refit the member at ``position`` (or read back its refit run ahead); True when it is refitted."""
@@ -231,6 +227,7 @@ class Refitter:
         self.evaluator.spawn()
         self.failed: Dict[int, str] = {}  # evaluation index -> why its refit failed (it is not tried again)
         self.ahead_times: List[Dict] = []  # the refits run ahead, during the search (:meth:`refit_ahead`)
+        self.pace = RefitPace()  # what the refits taken so far took of their predictions
 
     def fit(self, obs):
         """(the member refitted on train+validation, None) or (None, why not); a member already refitted
@@ -253,17 +250,21 @@ class Refitter:
         return obs.index in self.failed or self.has(obs)
 
     def refit_ahead(self, members: Sequence, predicted: Callable[[Any], float]) -> List[Dict]:
-        """Refit now, in the order given, the ``members`` not refitted yet whose ``predicted`` refit seconds fit in
-        the time left: the search runs this when it would otherwise stop for the final model's reserve, so a refit
+        """Refit now, in the order given, the ``members`` not refitted yet whose ``predicted`` refit seconds (corrected
+        by the pace of the refits so far, :attr:`pace`) fit in the time left: the search runs this when it would otherwise stop for the final model's reserve, so a refit
         quicker than predicted gives its time back to the search. What each took, as fit_model reports it."""
         times = []
         for obs in members:
-            if self.done(obs) or predicted(obs) > self.deadline.left() - FINISH_SECONDS:
+            expected = predicted(obs)
+            if self.done(obs) or self.pace.correct(obs.algorithm, expected) > self.deadline.left() - FINISH_SECONDS:
                 continue
             began = time.perf_counter()
             error = self._refit(obs)
-            times.append({"index": obs.index, "predicted": round(predicted(obs), 2),
-                          "seconds": round(time.perf_counter() - began, 2), "ok": error is None, "ahead": True})
+            taken = time.perf_counter() - began
+            if error is None:
+                self.pace.record(obs.algorithm, expected, taken)
+            times.append({"index": obs.index, "predicted": round(expected, 2), "seconds": round(taken, 2),
+                          "ok": error is None, "ahead": True})
         self.ahead_times.extend(times)
         return times
 

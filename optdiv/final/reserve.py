@@ -16,7 +16,7 @@ from optdiv.budget import FINISH_SECONDS, LOAD_BYTES_PER_SECOND, Deadline
 from optdiv.core.ensemble import ensemble_selection
 from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.final.fit import REFIT_SAFETY, REFIT_WORKER_START, WORKER_REFIT_SAFETY
-from optdiv.final.refit_time import fold_refit_seconds, refit_seconds
+from optdiv.final.refit_time import RefitPace, fold_refit_seconds, refit_seconds
 
 #: Members whose refit time is reserved when the likely final members cannot be chosen (no validation targets):
 #: about as many distinct members as ensemble selection keeps.
@@ -57,7 +57,8 @@ def worker_refit_seconds(obs, rows: Tuple[float, float]) -> float:
 def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], digest: Optional[str], refit: bool,
                    n_folds: Optional[int], started: bool = False, refits_share: float = 1.0,
                    rows: Tuple[float, float] = (3, 4), refits_cap: Optional[float] = None,
-                   refitted: Optional[Callable[[object], bool]] = None) -> float:
+                   refitted: Optional[Callable[[object], bool]] = None,
+                   pace: Optional[RefitPace] = None) -> float:
     """Predicted seconds from the end of the search to the end of the call for the final ``members``:
     :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits
     :func:`optdiv.final.fit.fit_model` does.
@@ -73,7 +74,8 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     the rest (:data:`REFIT_OVERRUN_SHARE`). ``refits_cap``: the most seconds those refits are reserved (a search on a
     row sample, whose refits on every row could otherwise claim the whole budget before the search has begun); a member
     whose own refit is predicted over the cap is left out of it, since it will stay fitted on the sample. A member
-    ``refitted`` says is done (refitted ahead, during the search) costs its loading only.
+    ``refitted`` says is done (refitted ahead, during the search) costs its loading only; ``pace`` corrects each
+    worker refit's prediction by what the refits already taken (ahead) took of theirs.
     """
     reserve = FINISH_SECONDS
     if digest is not None and pipelines is not None:
@@ -83,7 +85,9 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
             reserve += REFIT_SAFETY * sum(fold_refit_seconds(obs.algorithm, obs.fit_seconds, n_folds)
                                           for obs in members)
     elif refit:
-        each = [worker_refit_seconds(obs, rows) for obs in members if refitted is None or not refitted(obs)]
+        each = [worker_refit_seconds(obs, rows) if pace is None
+                else pace.correct(obs.algorithm, worker_refit_seconds(obs, rows))
+                for obs in members if refitted is None or not refitted(obs)]
         refits = sum(each)
         if refits_cap is not None:  # a member whose own refit is over the cap is never refitted: nothing kept for it
             refits = min(sum(t for t in each if t <= refits_cap), refits_cap)
@@ -98,13 +102,15 @@ class FinishReserve:
     the final model from the history as it stands (recomputed when an evaluation was recorded since, or the time
     left changed by a tenth of a second: a refit predicted longer than the time left is kept no time for).
     ``started``: the refit worker was started with the search (:class:`optdiv.final.fit.Refitter`), so its
-    start-up is not reserved."""
+    start-up is not reserved; ``pace``: that worker's record of what its refits took of their predictions."""
 
     def __init__(self, deadline: Optional[Deadline], y_val, loss: str, ensemble_size: int, seed: int, refit: bool,
                  n_folds: Optional[int], pipelines: Optional[SavedPipelines], digest: Optional[str],
                  history: Sequence = (), started: bool = False, rows: Tuple[float, float] = (3, 4),
-                 refits_cap: Optional[float] = None, refitted: Optional[Callable[[object], bool]] = None):
+                 refits_cap: Optional[float] = None, refitted: Optional[Callable[[object], bool]] = None,
+                 pace: Optional[RefitPace] = None):
         self.deadline, self.y_val, self.loss, self.ensemble_size, self.seed = deadline, y_val, loss, ensemble_size, seed
+        self.pace = pace
         self.refit, self.n_folds, self.pipelines, self.digest = refit, n_folds, pipelines, digest
         self.started, self.rows, self.refits_cap, self.refitted = started, rows, refits_cap, refitted
         self.latest: Sequence = history  # the history as the loop last handed it over
@@ -130,7 +136,7 @@ class FinishReserve:
                 self.members = likely_members(self.latest, self.y_val, self.loss, self.ensemble_size, self.seed)
             both = [finish_reserve(self.members, self.pipelines, self.digest, self.refit, self.n_folds,
                                    started=self.started, refits_share=share, rows=self.rows,
-                                   refits_cap=cap, refitted=self.refitted)
+                                   refits_cap=cap, refitted=self.refitted, pace=self.pace)
                     for share in (1.0, 1.0 - REFIT_OVERRUN_SHARE)]
             self.computed = (key, cap, *both)
         return self.computed[3 if overrun else 2]
