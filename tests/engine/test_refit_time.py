@@ -73,3 +73,25 @@ def test_a_refit_taken_corrects_the_next_prediction_of_its_algorithm_only():
     assert pace.correct("random_forest", 10.0) == pytest.approx(30.0)
     pace.record("random_forest", 0.0, 5.0)  # no prediction to compare with: ignored
     assert pace.correct("random_forest", 10.0) == pytest.approx(30.0)
+
+
+def test_the_reserve_keeps_the_time_refits_take_at_the_pace_those_run_ahead_took():
+    import numpy as np
+
+    from optdiv.budget import Deadline
+    from optdiv.final.refit_time import RefitPace
+    from optdiv.final.reserve import FinishReserve
+
+    members = [Observation(config={}, val_loss=0.1 + i, test_loss=None, val_pred=np.zeros(4), test_pred=None,
+                           status="ok", fit_seconds=fit, index=i, algorithm=algorithm)
+               for i, (fit, algorithm) in enumerate([(3.0, "gradient_boosting"), (30.0, "gradient_boosting"),
+                                                     (6.0, "extra_trees")])]
+    rows = (3, 4)
+    plain = [refit_seconds(obs.algorithm, obs.fit_seconds, *rows) for obs in members]
+    pace = RefitPace()
+    reserve = FinishReserve(Deadline.after(1000.0), None, "error", 5, 0, True, None, None, None, members,
+                            started=True, rows=rows, pace=pace)
+    assert reserve.seconds() == pytest.approx(FINISH_SECONDS + sum(plain))
+    pace.record("gradient_boosting", 80.0, 40.0)  # a refit ahead took half its prediction
+    reserve.forget()
+    assert reserve.seconds() == pytest.approx(FINISH_SECONDS + 0.5 * (plain[0] + plain[1]) + plain[2])
