@@ -250,9 +250,10 @@ class Refitter:
         return obs.index in self.failed or self.has(obs)
 
     def refit_ahead(self, members: Sequence, predicted: Callable[[Any], float]) -> List[Dict]:
-        """Refit now, in the order given, the ``members`` not refitted yet whose ``predicted`` refit seconds (corrected
-        by the pace of the refits so far, :attr:`pace`) fit in the time left: the search runs this when it would otherwise stop for the final model's reserve, so a refit
-        quicker than predicted gives its time back to the search. What each took, as fit_model reports it."""
+        """Refit now, in the order given, the ``members`` not refitted yet whose ``predicted`` refit seconds
+        (corrected by the pace of the refits so far, :attr:`pace`) fit in the time left: the search runs this when
+        it would otherwise stop for the final model's reserve, so a refit quicker than predicted gives its time back
+        to the search. What each took, as fit_model reports it."""
         times = []
         for obs in members:
             expected = predicted(obs)

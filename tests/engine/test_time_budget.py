@@ -262,8 +262,9 @@ def test_refit_under_a_deadline_refits_the_heaviest_members_that_fit_and_keeps_t
     assert members_to_refit(result, predicted, left=None) == set(range(len(result.member_indices)))
     assert members_to_refit(result, predicted, left=0.9 * one) == set()
     # end to end, the refits in a worker process: enough time for exactly one refit, the heaviest (the others are
-    # predicted to take 40 s each: still 10 s at the quickest pace a refit can set). The refit worker is ready before the clock starts, as when the search starts it
-    # beside its evaluations (a worker's start-up under load, 2-5 s, is not what this test measures)
+    # predicted to take 40 s each: still 10 s at the quickest pace a refit can set). The refit worker is ready
+    # before the clock starts, as when the search starts it beside its evaluations (a worker's start-up under load,
+    # 2-5 s, is not what this test measures)
     ratio = (len(cls_splits.y_train) + len(cls_splits.y_val)) / len(cls_splits.y_train)
     for position, i in enumerate(result.member_indices):
         result.history[i].fit_seconds = (1.0 if position == heaviest else 40.0) / ratio
