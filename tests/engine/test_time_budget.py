@@ -293,16 +293,24 @@ def _refit_with_worker(result, splits, seconds):
     return model, result.info["final_model"]
 
 
-def test_the_time_a_quick_refit_leaves_refits_the_next_member_whose_refit_now_fits(cls_splits):
-    """Refits are planned on predictions; one that ends sooner than predicted leaves time that the heaviest of the
-    members left out is refitted in, when its own prediction fits what is left."""
-    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+def _with_refits_predicted(splits, heaviest: float, second: float, others: float):
+    """A small search's result whose members' refits on train+validation are predicted to take ``heaviest``,
+    ``second`` and ``others`` seconds by weight (their real refits take a fraction of a second); (result, member
+    positions heaviest first)."""
+    result = search(splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
                     budget=12, seed=2)
     assert len(result.member_indices) >= 2
     order = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
-    ratio = (len(cls_splits.y_train) + len(cls_splits.y_val)) / len(cls_splits.y_train)
-    for position, i in enumerate(result.member_indices):  # predicted: 1.5 s the heaviest, 2 s the next, 40 s others
-        result.history[i].fit_seconds = {order[0]: 1.5, order[1]: 2.0}.get(position, 40.0) / ratio
+    ratio = (len(splits.y_train) + len(splits.y_val)) / len(splits.y_train)
+    for position, i in enumerate(result.member_indices):
+        result.history[i].fit_seconds = {order[0]: heaviest, order[1]: second}.get(position, others) / ratio
+    return result, order
+
+
+def test_the_time_a_quick_refit_leaves_refits_the_next_member_whose_refit_now_fits(cls_splits):
+    """Refits are planned on predictions; one that ends sooner than predicted leaves time that the heaviest of the
+    members left out is refitted in, when its own prediction fits what is left."""
+    result, order = _with_refits_predicted(cls_splits, 1.5, 2.0, 40.0)
     # 3 s: the plan holds the heaviest only (1.5 + 2 > 3); its refit of a small tree takes far less than 1.5 s;
     # the others stay out even at the quickest pace a refit can set (a quarter of 40 s)
     model, final = _refit_with_worker(result, cls_splits, 3.0)
@@ -317,13 +325,7 @@ def test_a_member_predicted_over_the_time_left_is_refitted_at_the_pace_its_algor
     its prediction."""
     from optdiv.final.refit_time import PACE_BOUNDS
 
-    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
-                    budget=12, seed=2)
-    assert len(result.member_indices) >= 2
-    order = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
-    ratio = (len(cls_splits.y_train) + len(cls_splits.y_val)) / len(cls_splits.y_train)
-    for position, i in enumerate(result.member_indices):  # predicted: 1.5 s the heaviest, 4 s the next, 40 s others
-        result.history[i].fit_seconds = {order[0]: 1.5, order[1]: 4.0}.get(position, 40.0) / ratio
+    result, order = _with_refits_predicted(cls_splits, 1.5, 4.0, 40.0)
     model, final = _refit_with_worker(result, cls_splits, 3.0)
     refitted = [m["index"] for m in model.info if m["source"] == "refitted"]
     assert sorted(refitted) == sorted(result.member_indices[p] for p in order[:2])
