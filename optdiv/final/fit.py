@@ -113,6 +113,11 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         # the later members' predictions follow what the refits so far took, those run ahead included
         pace = refitter.pace if refitter is not None else RefitPace()
 
+        def corrected(position: int) -> float:
+            """The member at ``position``'s predicted refit seconds at its algorithm's pace so far."""
+            obs = result.history[result.member_indices[position]]
+            return pace.correct(obs.algorithm, predicted(obs))
+
         def refit_member(position: int, **extra) -> bool:
             """Refit the member at ``position`` (or read back its refit run ahead); True when it is refitted."""
             obs = result.history[result.member_indices[position]]
@@ -135,8 +140,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
 
         for position in [p for p in by_weight if p in on_all] + later:
             if position not in on_all:
-                obs = result.history[result.member_indices[position]]
-                if pace.correct(obs.algorithm, predicted(obs)) > deadline.left() - FINISH_SECONDS:
+                if corrected(position) > deadline.left() - FINISH_SECONDS:
                     continue
                 on_all.add(position)
             refit_member(position)
@@ -145,10 +149,8 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             # deadline in its worker and its member keeps its fit on train, so an attempt costs only idle seconds
             while True:
                 left = deadline.left() - FINISH_SECONDS
-                reach = [(pace.correct(result.history[result.member_indices[p]].algorithm,
-                                       predicted(result.history[result.member_indices[p]])), p)
-                         for p in by_weight if p not in on_all]
-                reach = [(seconds, p) for seconds, p in reach if seconds <= ATTEMPT_REACH * left]
+                reach = [(seconds, p) for p in by_weight if p not in on_all
+                         for seconds in [corrected(p)] if seconds <= ATTEMPT_REACH * left]
                 if left < ATTEMPT_MIN_SECONDS or not reach:
                     break
                 position = min(reach)[1]  # the likeliest to end in time
@@ -172,7 +174,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                 if deadline is not None:  # which, and what their refits were predicted to take (after the pace)
                     report["left_on_train"] = [
                         {"index": obs.index, "algorithm": obs.algorithm, "weight": round(float(result.weights[p]), 4),
-                         "predicted": round(pace.correct(obs.algorithm, predicted(obs)), 2)}
+                         "predicted": round(corrected(p), 2)}
                         for p in by_weight if p not in on_all for obs in [result.history[result.member_indices[p]]]]
         for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
             obs = result.history[i]

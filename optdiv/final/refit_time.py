@@ -63,17 +63,16 @@ class RefitPace:
     without a refit yet keep the plain prediction."""
 
     def __init__(self):
-        self.shares = {}  # algorithm -> taken / predicted of its refits that finished
+        self.slowest = {}  # algorithm -> the largest taken / predicted of its refits that finished
 
     def record(self, algorithm: str, predicted: float, taken: float) -> None:
         """A refit of ``algorithm`` that finished in ``taken`` seconds against ``predicted``."""
         if predicted > 0 and taken >= 0:
-            self.shares.setdefault(algorithm, []).append(taken / predicted)
+            self.slowest[algorithm] = max(self.slowest.get(algorithm, 0.0), taken / predicted)
 
     def correct(self, algorithm: str, predicted: float) -> float:
         """``predicted`` corrected by the slowest share ``algorithm``'s refits took so far."""
-        shares = self.shares.get(algorithm)
-        if not shares:
+        if algorithm not in self.slowest:
             return predicted
         low, high = PACE_BOUNDS
-        return predicted * min(max(max(shares), low), high)
+        return predicted * min(max(self.slowest[algorithm], low), high)
