@@ -43,7 +43,7 @@ from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.interface import EvaluatorInterface, WorkerRecipe
 from optdiv.evaluation.memory import can_watch_memory, resolve_memory_limit, splits_mb
 from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
-from optdiv.evaluation.pipelines import pipeline_path, splits_digest
+from optdiv.evaluation.pipelines import first_rows_digest, pipeline_path, splits_digest
 from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, keep, shutdown, take_kept
 
 #: Share of an evaluation's time limit its forest or booster may grow in before it keeps the rounds it has
@@ -230,17 +230,19 @@ class Evaluator(EvaluatorInterface):
                                 time.perf_counter() - started)
 
     def fit_and_save(self, config: dict, index: int, time_limit: Optional[float] = None,
-                     rounds: Optional[int] = None) -> Optional[str]:
+                     rounds: Optional[int] = None, rows: Optional[int] = None) -> Optional[str]:
         """Fit ``config`` on the training rows and save the pipeline where :meth:`saved_path` says, in the worker
         and stopped after ``time_limit`` seconds (worker start-up included): a final model's refit, which has no
-        rows to be scored on; ``rounds``: those its evaluation kept (optdiv.evaluation.anytime). None when it was
-        saved, else what went wrong."""
-        if self.saved_path(index) is None:
+        rows to be scored on; ``rounds``: those its evaluation kept (optdiv.evaluation.anytime); ``rows``: on the
+        first that many rows only, saved apart (:func:`~optdiv.evaluation.pipelines.first_rows_digest`). None when
+        it was saved, else what went wrong."""
+        save_to = self._save_to(index, rows)
+        if save_to is None:
             return "no folder to save the fitted pipeline in (pipelines_dir)"
         cut = time.perf_counter() + (self.time_limit if time_limit is None else max(float(time_limit), 0.0))
         if self.in_process:
             result = fit_predict(self.build, self.splits, self.task, self.n_classes, self.seed, dict(config),
-                                 save_to=self._save_to(index), rounds=rounds)
+                                 save_to=save_to, rounds=rounds, rows=rows)
         else:
             problem = self._ensure_worker(cut - time.perf_counter())
             if problem is not None:
@@ -249,7 +251,7 @@ class Evaluator(EvaluatorInterface):
             self._task_counter += 1
             try:
                 worker.busy = True
-                worker.conn.send((self._task_counter, dict(config), self._save_to(index), None, rounds))
+                worker.conn.send((self._task_counter, dict(config), save_to, None, rounds, rows))
             except Exception as exc:
                 self._stop()
                 return "could not send the configuration to the worker: " + error_text(exc)
@@ -276,15 +278,18 @@ class Evaluator(EvaluatorInterface):
             self._rows_digest = splits_digest(self.splits.X_train, self.splits.y_train, folds)
         return self._rows_digest
 
-    def saved_path(self, index: int):
-        """Where evaluation ``index``'s fitted pipeline is saved, or None when pipelines are not saved."""
+    def saved_path(self, index: int, rows: Optional[int] = None):
+        """Where evaluation ``index``'s fitted pipeline (on the first ``rows`` rows) is saved, or None when
+        pipelines are not saved."""
         digest = self.rows_digest
-        return None if digest is None else pipeline_path(self.pipelines_dir, digest, index)
+        if digest is None:
+            return None
+        return pipeline_path(self.pipelines_dir, digest if rows is None else first_rows_digest(digest, rows), index)
 
     # -- internals ----------------------------------------------------------------------------------
 
-    def _save_to(self, index: int) -> Optional[str]:
-        path = self.saved_path(index)
+    def _save_to(self, index: int, rows: Optional[int] = None) -> Optional[str]:
+        path = self.saved_path(index, rows)
         return None if path is None else str(path)
 
     def _ensure_worker(self, timeout: float = START_TIMEOUT) -> Optional[str]:
@@ -338,7 +343,7 @@ class Evaluator(EvaluatorInterface):
         try:
             worker.busy = True
             limit = self.time_limit if cut is None else min(self.time_limit, cut - time.perf_counter())
-            worker.conn.send((task_id, config, self._save_to(index), GROWTH_SHARE * max(limit, 0.0), None))
+            worker.conn.send((task_id, config, self._save_to(index), GROWTH_SHARE * max(limit, 0.0), None, None))
         except Exception as exc:  # unpicklable config, or a worker that just died
             self._stop()
             return self._failed(config, index, "failed", "could not send the configuration to the worker: "

@@ -149,7 +149,7 @@ def n_folds(splits) -> int:
 def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, config: dict,
                  on_fold: Optional[Callable[[int, np.ndarray], None]] = None,
                  save_to: Optional[str] = None, fit_seconds: Optional[float] = None,
-                 rounds: Optional[int] = None) -> dict:
+                 rounds: Optional[int] = None, rows: Optional[int] = None) -> dict:
     """Build, fit and predict one configuration; returns a plain dict (never raises Exception).
 
     Only the validation prediction is timed for ``predict_seconds`` (what a latency constraint bounds), so
@@ -160,6 +160,8 @@ def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, c
     ``fit_seconds``: the time a fit (each fold's, under cross-validation) may grow in; a forest or booster still
     growing then keeps the rounds it has (:mod:`optdiv.evaluation.anytime`, recorded in the measures). ``rounds``:
     the rounds an earlier evaluation of ``config`` kept (a final member's refit), fitted instead of the configured.
+    ``rows``: fit on the first that many training rows only (a final member grown from a row sample towards every
+    row, as far as the time left allows; the rows are in random order already).
     """
     if getattr(splits, "folds", None) is not None:
         return _fit_predict_folds(build, splits, task, n_classes, seed, config, on_fold, save_to, fit_seconds)
@@ -172,7 +174,11 @@ def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, c
         model = pipe.steps[-1][1]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence and similar chatter of candidate models
-            measures.update(fit_within(pipe, final_estimator(model), splits.X_train, splits.y_train, fit_seconds))
+            X_fit, y_fit = splits.X_train, splits.y_train
+            if rows is not None and rows < len(y_fit):
+                X_fit = X_fit.iloc[:rows] if hasattr(X_fit, "iloc") else X_fit[:rows]
+                y_fit = y_fit[:rows]
+            measures.update(fit_within(pipe, final_estimator(model), X_fit, y_fit, fit_seconds))
             preds = []
             for part, X in (("val", splits.X_val), ("test", splits.X_test)):
                 if X is None:

@@ -127,14 +127,14 @@ def _serve(conn, held: list) -> None:
             except (EOFError, OSError):
                 pass
             return
-        task_id, config, save_to, fit_seconds, rounds = msg
+        task_id, config, save_to, fit_seconds, rounds, rows = msg
 
         def report_fold(fold: int, part: np.ndarray, task_id=task_id) -> None:
             conn.send((task_id, {"progress": True, "fold": fold, "val_part": part}))
 
         _forget_peak()  # each evaluation's peak is its own: which configurations need the memory shows per run
         result = fit_predict(build, splits, task, n_classes, seed, config, on_fold=report_fold,
-                             save_to=save_to, fit_seconds=fit_seconds, rounds=rounds)
+                             save_to=save_to, fit_seconds=fit_seconds, rounds=rounds, rows=rows)
         result["peak_mb"] = own_peak_mb()  # the driver keeps the largest (optdiv.evaluation.memory)
         if result["peak_mb"] is not None:
             result.setdefault("measures", {})["peak_mb"] = result["peak_mb"]

@@ -20,9 +20,9 @@ from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.anytime import kept_rounds
 from optdiv.evaluation.fitting import build_pipeline
 from optdiv.evaluation.threads import with_threads
-from optdiv.evaluation.pipelines import SavedPipelines, splits_digest
+from optdiv.evaluation.pipelines import SavedPipelines, first_rows_digest, splits_digest
 from optdiv.final.model import EnsembleModel
-from optdiv.final.refit_time import RefitPace, fold_refit_seconds, refit_seconds
+from optdiv.final.refit_time import RefitPace, fold_refit_seconds, refit_seconds, rows_within
 
 if TYPE_CHECKING:  # the engine's result, which fit_model completes; the engine imports this module, not back
     from optdiv.engine.result import SearchResult
@@ -44,6 +44,14 @@ REFIT_WORKER_START = 3.0
 #: their prediction), and at least :data:`ATTEMPT_MIN_SECONDS` are left.
 ATTEMPT_REACH = 2.0
 ATTEMPT_MIN_SECONDS = 5.0
+#: A search on a row sample: once no member's refit on every row fits the time left, the heaviest member still on
+#: the sample is refitted on as many rows as its prediction (at its algorithm's pace) fits in this share of the
+#: time left (the rest covers a refit slower than predicted), instead of an attempt on every row that the deadline
+#: would stop; then the next, while :data:`ATTEMPT_MIN_SECONDS` are left.
+GROW_SHARE = 0.8
+#: A member is grown only to at least this many times the rows it was fitted on: fewer add too little to pay for
+#: the refit.
+GROW_MIN_RATIO = 1.5
 
 
 def fit_model(result: SearchResult, space, splits: Splits, task, classes, columns, seed, refit=False,
@@ -106,6 +114,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         # of the others whose refit is now predicted to fit; then attempts in the time no prediction fits
         by_weight = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
         later, ahead = [], []
+        grown = {}  # position -> (pipeline or None, rows): members of a row-sampled search fitted on more rows
         if refitter is not None and refitter.ahead_times:
             report["refit_times"] = list(refitter.ahead_times)  # every refit run ahead, member or not any more
         if refit and not cross_validated and deadline is not None and (refitter is not None or not in_worker):
@@ -144,7 +153,39 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                     continue
                 on_all.add(position)
             refit_member(position)
-        if refit and not cross_validated and refitter is not None:
+        if refit and not cross_validated and refitter is not None and result.fitted_on is not None:
+            # a search on a row sample: the time no refit on every row fits grows the heaviest members still on the
+            # sample to the rows their refits are predicted to fit in (GROW_SHARE of the time left)
+            while True:
+                left = deadline.left() - FINISH_SECONDS
+                growable = [(p, rows) for p in by_weight if p not in on_all and p not in grown
+                            for obs in [result.history[result.member_indices[p]]]
+                            for rows in [rows_within(obs.algorithm, obs.fit_seconds, len(X), len(X_all),
+                                                     GROW_SHARE * left / pace.correct(obs.algorithm, safety))]
+                            if rows >= GROW_MIN_RATIO * len(X)]
+                if left < ATTEMPT_MIN_SECONDS or not growable:
+                    break
+                position, rows = growable[0]
+                if rows >= len(X_all):  # the whole refit fits after all (a pace set since it was planned)
+                    on_all.add(position)
+                    if not refit_member(position):
+                        on_all.discard(position)
+                    continue
+                obs = result.history[result.member_indices[position]]
+                expected = pace.correct(obs.algorithm, safety * refit_seconds(obs.algorithm, obs.fit_seconds,
+                                                                              len(X), rows))
+                refit_began = time.perf_counter()
+                pipe, error = refitter.fit_rows(obs, rows)
+                taken = time.perf_counter() - refit_began
+                grown[position] = (pipe, rows)
+                report.setdefault("refit_times", []).append(
+                    {"index": obs.index, "predicted": round(expected, 2), "seconds": round(taken, 2),
+                     "ok": pipe is not None, "rows": rows})
+                if pipe is None:  # stopped at the deadline, or failed: the member keeps its fit on the sample
+                    report.setdefault("refit_failed", []).append({"index": obs.index, "error": error})
+                    break
+                pace.record(obs.algorithm, safety * refit_seconds(obs.algorithm, obs.fit_seconds, len(X), rows), taken)
+        elif refit and not cross_validated and refitter is not None:
             # the time no prediction fits is spent on attempts: a refit that does not end in time is stopped at the
             # deadline in its worker and its member keeps its fit on train, so an attempt costs only idle seconds
             while True:
@@ -160,6 +201,10 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                     break
         if ahead:
             report["refitted_ahead"] = len(ahead)
+        grown_ok = {p: rows for p, (pipe, rows) in grown.items() if pipe is not None}
+        if grown_ok:
+            report["grown"] = [{"index": result.history[result.member_indices[p]].index, "rows": rows}
+                               for p, rows in grown_ok.items()]
         if refit and not cross_validated:
             n_members = len(result.member_indices)
             if len(on_all) == n_members:
@@ -170,17 +215,23 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                                       f"others")
                 report["refit_skipped"] = (f"refitting {n_members - len(on_all)} of {n_members} members on "
                                            f"train+validation was predicted not to fit in the time budget: they stay "
-                                           f"fitted on train")
+                                           f"fitted on train" + (f" ({len(grown_ok)} of them on more of its rows: "
+                                                                 f"'grown')" if grown_ok else ""))
                 if deadline is not None:  # which, and what their refits were predicted to take (after the pace)
                     report["left_on_train"] = [
                         {"index": obs.index, "algorithm": obs.algorithm, "weight": round(float(result.weights[p]), 4),
                          "predicted": round(corrected(p), 2)}
-                        for p in by_weight if p not in on_all for obs in [result.history[result.member_indices[p]]]]
+                        for p in by_weight if p not in on_all and p not in grown_ok
+                        for obs in [result.history[result.member_indices[p]]]]
         for position, (i, weight) in enumerate(zip(result.member_indices, result.weights)):
             obs = result.history[i]
             pipe = None if digest is None or position in on_all else saved.load(digest, obs.index)
             source, on_all_rows = "saved", position in on_all or cross_validated
-            if pipe is None and position in on_all:
+            rows_label = None
+            if position in grown_ok:
+                pipe, source = grown[position][0], "refitted"
+                rows_label = f"first {grown_ok[position]} rows of train+validation"
+            elif pipe is None and position in on_all:
                 pipe, error = refits[position]
                 if pipe is None:  # e.g. a preprocessor that overflows on the added rows, or a refit stopped at the
                     # deadline: the member fitted on train stays, as when its refit does not fit in time
@@ -197,7 +248,8 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                     continue
             members.append(pipe)
             info.append({"index": i, "weight": float(weight), "config": obs.config, "val_loss": obs.val_loss,
-                         "source": source, "rows": "train+validation" if on_all_rows else "train"})
+                         "source": source,
+                         "rows": rows_label or ("train+validation" if on_all_rows else "train")})
     finally:
         for worker in {id(r): r for r in (refitter, result.refitter) if r is not None}.values():
             worker.close()
@@ -241,6 +293,19 @@ class Refitter:
             if error is not None:
                 return None, error
         pipe = self.saved.load(self.digest, obs.index)
+        return (pipe, None) if pipe is not None else (None, "the refitted pipeline could not be read back")
+
+    def fit_rows(self, obs, rows: int):
+        """(``obs``'s pipeline fitted on the first ``rows`` rows of train+validation, None) or (None, why not), under
+        the deadline: a member of a row-sampled search grown towards every row as far as the time left allows,
+        saved apart from the refits on every row."""
+        left = self.deadline.left() - FINISH_SECONDS
+        if left <= 0:
+            return None, "no time left for the refit"
+        error = self.evaluator.fit_and_save(obs.config, obs.index, left, kept_rounds(obs.measures), rows=rows)
+        if error is not None:
+            return None, error
+        pipe = self.saved.load(first_rows_digest(self.digest, rows), obs.index)
         return (pipe, None) if pipe is not None else (None, "the refitted pipeline could not be read back")
 
     def has(self, obs) -> bool:

@@ -40,6 +40,17 @@ def refit_seconds(algorithm: str, seconds: float, rows_from: float, rows_to: flo
     return float(seconds) * (rows_to / rows_from) ** ROWS_EXPONENT.get(algorithm, 1.0)
 
 
+def rows_within(algorithm: str, seconds: float, rows_from: float, rows_max: float, allowed: float) -> int:
+    """The most rows, up to ``rows_max``, on which a fit of ``algorithm`` that took ``seconds`` on ``rows_from`` rows
+    is predicted (:func:`refit_seconds`) to take at most ``allowed`` seconds: :func:`refit_seconds` turned round."""
+    if seconds <= 0 or refit_seconds(algorithm, seconds, rows_from, rows_max) <= allowed:
+        return int(rows_max)
+    cap = ROW_CAPS.get(algorithm)
+    base = rows_from if cap is None else min(rows_from, cap)
+    rows = base * (max(allowed, 0.0) / seconds) ** (1.0 / ROWS_EXPONENT.get(algorithm, 1.0))
+    return int(min(rows, rows_max))
+
+
 def fold_refit_seconds(algorithm: str, seconds: float, k: int) -> float:
     """Predicted seconds of one fit on all the rows of a k-fold evaluation that took ``seconds`` for its k fits on
     (k-1)/k of them: a k-th of it, grown to k/(k-1) times the rows."""

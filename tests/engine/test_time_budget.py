@@ -488,3 +488,40 @@ def test_time_no_prediction_fits_is_spent_on_attempts_that_the_deadline_may_stop
     assert final["refit_times"][0]["index"] == shortest and final["refit_times"][0]["attempt"] is True
     assert final["refit_times"][0]["ok"] and final["refitted"] >= 1
     assert {m["index"] for m in model.info if m["source"] == "refitted"} >= {shortest}
+
+
+def test_a_row_sampled_search_grows_its_members_to_the_rows_their_refits_fit_in(cls_splits):
+    """On a row sample, once no member's refit on every row fits the time left, the heaviest member is refitted on
+    the most rows its prediction fits in GROW_SHARE of that time (at least GROW_MIN_RATIO times the sample); the
+    pace that refit sets then lets the next members' refits on every row fit. Fewer rows than that: none grown."""
+    from optdiv.final.fit import GROW_MIN_RATIO, GROW_SHARE
+
+    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=12, seed=2, search_rows=100)
+    assert result.fitted_on is not None and len(result.member_indices) >= 2
+    sample, everything = len(result.fitted_on.y_train), len(cls_splits.y_train) + len(cls_splits.y_val)
+    seconds = 8.0
+    order = sorted(range(len(result.member_indices)), key=lambda p: (-float(result.weights[p]), p))
+    heaviest = result.history[result.member_indices[order[0]]].index
+
+    # a prediction so long that GROW_SHARE of the time left buys under GROW_MIN_RATIO times the sample: all on train
+    # (this case first: a refit saves what a later call would read back)
+    for i in result.member_indices:
+        result.history[i].fit_seconds = 1.1 * GROW_SHARE / GROW_MIN_RATIO * seconds
+    model, final = _refit_with_worker(result, cls_splits, seconds)
+    assert "grown" not in final and final["refitted"] == 0 and {m["rows"] for m in model.info} == {"train"}
+
+    # each refit on every row predicted at 1.1 times the time left; grown, the heaviest reaches this many rows
+    share = 1.1 * sample / everything
+    for i in result.member_indices:
+        result.history[i].fit_seconds = share * seconds
+    model, final = _refit_with_worker(result, cls_splits, seconds)
+    grown = final["grown"][0]
+    assert grown["index"] == heaviest and GROW_MIN_RATIO * sample <= grown["rows"] < everything
+    assert grown["rows"] <= sample * GROW_SHARE / share + 1  # what GROW_SHARE of the time left was predicted to fit
+    assert [m["rows"] for m in model.info if m["index"] == heaviest] == [f"first {grown['rows']} rows of "
+                                                                         "train+validation"]
+    assert all(t["ok"] for t in final["refit_times"]) and final["refit_times"][0]["rows"] == grown["rows"]
+    # the tiny tree's refit took far less than predicted: at that pace the others fit on every row
+    assert {m["rows"] for m in model.info if m["index"] != heaviest} == {"train+validation"}
+    assert model.predict(cls_splits.X_test).shape == (len(cls_splits.y_test),)
