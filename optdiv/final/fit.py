@@ -210,9 +210,10 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             if len(on_all) == n_members:
                 report["rows"] = "train+validation"
             else:
-                if on_all:
-                    report["rows"] = (f"train+validation for {len(on_all)} of {n_members} members, train for the "
-                                      f"others")
+                if on_all or grown_ok:
+                    report["rows"] = (f"train+validation for {len(on_all)} of {n_members} members, "
+                                      + (f"part of it for {len(grown_ok)}, " if grown_ok else "")
+                                      + "train for the others")
                 report["refit_skipped"] = (f"refitting {n_members - len(on_all)} of {n_members} members on "
                                            f"train+validation was predicted not to fit in the time budget: they stay "
                                            f"fitted on train" + (f" ({len(grown_ok)} of them on more of its rows: "

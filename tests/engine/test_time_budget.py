@@ -403,6 +403,9 @@ def test_the_search_starts_the_refit_worker_and_reserves_the_likely_members_refi
     # each refit alone over the cap: none will happen, so none is kept time for
     assert finish_reserve(members, None, None, True, None, started=True, rows=(50_000, 800_000),
                           refits_cap=40.0) == pytest.approx(FINISH_SECONDS)
+    # unless members grow on the rows the time fits (a row-sampled search): then each counts up to the cap
+    assert finish_reserve(members, None, None, True, None, started=True, rows=(50_000, 800_000), refits_cap=40.0,
+                          grows=True) == pytest.approx(FINISH_SECONDS + 40.0)
 
 
 def test_members_refitted_ahead_cost_the_reserve_only_their_loading_and_the_final_model_reads_them_back(cls_splits):
