@@ -443,7 +443,7 @@ def resolve_search_rows(search_rows, time_budget: Optional[float]) -> Optional[i
     return int(search_rows)
 
 
-def _row_sample(y: np.ndarray, size: int, rng, stratified: bool) -> np.ndarray:
+def row_sample_positions(y: np.ndarray, size: int, rng, stratified: bool) -> np.ndarray:
     """Sorted positions of ``size`` rows; for classification each class keeps its share (and at least one row)."""
     n = len(y)
     if size >= n:
@@ -470,9 +470,9 @@ def row_sample_view(splits: Splits, max_train_rows: int, seed: int, task: str) -
         return splits
     rng = np.random.default_rng(seed)
     stratified = task == "classification"
-    train = _row_sample(np.asarray(splits.y_train), max_train_rows, rng, stratified)
-    val = _row_sample(np.asarray(splits.y_val), max(MIN_ROWS, int(round(n_val * max_train_rows / n_train))), rng,
-                      stratified)
+    train = row_sample_positions(np.asarray(splits.y_train), max_train_rows, rng, stratified)
+    val_rows = max(MIN_ROWS, int(round(n_val * max_train_rows / n_train)))
+    val = row_sample_positions(np.asarray(splits.y_val), val_rows, rng, stratified)
     return Splits(splits.X_train.iloc[train], np.asarray(splits.y_train)[train], splits.X_val.iloc[val],
                   np.asarray(splits.y_val)[val], splits.X_test, splits.y_test)
 

@@ -316,8 +316,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                             refits_cap=(None if all_rows is None or time_budget is None
                                         else SAMPLE_REFITS_SHARE * time_budget),
                             refitted=None if refitter is None else refitter.done,
-                            pace=None if refitter is None else refitter.pace,
-                            grows=all_rows is not None and refitter is not None)
+                            pace=None if refitter is None else refitter.pace)
     try:
         # cost-aware suggestion weighs candidates by the search's time left; ADMM weighs the constraints themselves
         strategy = make_strategy(spec, space, loss, seed=seed, candidates=candidates, budget=budget,

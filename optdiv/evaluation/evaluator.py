@@ -43,7 +43,7 @@ from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.interface import EvaluatorInterface, WorkerRecipe
 from optdiv.evaluation.memory import can_watch_memory, resolve_memory_limit, splits_mb
 from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
-from optdiv.evaluation.pipelines import first_rows_digest, pipeline_path, splits_digest
+from optdiv.evaluation.pipelines import part_rows_digest, pipeline_path, splits_digest
 from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, keep, shutdown, take_kept
 
 #: Share of an evaluation's time limit its forest or booster may grow in before it keeps the rounds it has
@@ -233,9 +233,9 @@ class Evaluator(EvaluatorInterface):
                      rounds: Optional[int] = None, rows: Optional[int] = None) -> Optional[str]:
         """Fit ``config`` on the training rows and save the pipeline where :meth:`saved_path` says, in the worker
         and stopped after ``time_limit`` seconds (worker start-up included): a final model's refit, which has no
-        rows to be scored on; ``rounds``: those its evaluation kept (optdiv.evaluation.anytime); ``rows``: on the
-        first that many rows only, saved apart (:func:`~optdiv.evaluation.pipelines.first_rows_digest`). None when
-        it was saved, else what went wrong."""
+        rows to be scored on; ``rounds``: those its evaluation kept (optdiv.evaluation.anytime); ``rows``: on
+        a sample of that many rows only, saved apart (:func:`~optdiv.evaluation.pipelines.part_rows_digest`). None
+        when it was saved, else what went wrong."""
         save_to = self._save_to(index, rows)
         if save_to is None:
             return "no folder to save the fitted pipeline in (pipelines_dir)"
@@ -279,12 +279,12 @@ class Evaluator(EvaluatorInterface):
         return self._rows_digest
 
     def saved_path(self, index: int, rows: Optional[int] = None):
-        """Where evaluation ``index``'s fitted pipeline (on the first ``rows`` rows) is saved, or None when
+        """Where evaluation ``index``'s fitted pipeline (on a sample of ``rows`` rows) is saved, or None when
         pipelines are not saved."""
         digest = self.rows_digest
         if digest is None:
             return None
-        return pipeline_path(self.pipelines_dir, digest if rows is None else first_rows_digest(digest, rows), index)
+        return pipeline_path(self.pipelines_dir, digest if rows is None else part_rows_digest(digest, rows), index)
 
     # -- internals ----------------------------------------------------------------------------------
 

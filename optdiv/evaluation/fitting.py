@@ -160,8 +160,8 @@ def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, c
     ``fit_seconds``: the time a fit (each fold's, under cross-validation) may grow in; a forest or booster still
     growing then keeps the rounds it has (:mod:`optdiv.evaluation.anytime`, recorded in the measures). ``rounds``:
     the rounds an earlier evaluation of ``config`` kept (a final member's refit), fitted instead of the configured.
-    ``rows``: fit on the first that many training rows only (a final member grown from a row sample towards every
-    row, as far as the time left allows; the rows are in random order already).
+    ``rows``: fit on a sample of that many training rows only (classes in their shares), a final member grown from
+    a row sample towards every row as far as the time left allows.
     """
     if getattr(splits, "folds", None) is not None:
         return _fit_predict_folds(build, splits, task, n_classes, seed, config, on_fold, save_to, fit_seconds)
@@ -176,8 +176,12 @@ def fit_predict(build, splits, task: str, n_classes: Optional[int], seed: int, c
             warnings.simplefilter("ignore")  # convergence and similar chatter of candidate models
             X_fit, y_fit = splits.X_train, splits.y_train
             if rows is not None and rows < len(y_fit):
-                X_fit = X_fit.iloc[:rows] if hasattr(X_fit, "iloc") else X_fit[:rows]
-                y_fit = y_fit[:rows]
+                from optdiv.data import row_sample_positions
+
+                keep = row_sample_positions(np.asarray(y_fit), int(rows), np.random.default_rng(seed),
+                                            task == "classification")
+                X_fit = X_fit.iloc[keep] if hasattr(X_fit, "iloc") else X_fit[keep]
+                y_fit = np.asarray(y_fit)[keep]
             measures.update(fit_within(pipe, final_estimator(model), X_fit, y_fit, fit_seconds))
             preds = []
             for part, X in (("val", splits.X_val), ("test", splits.X_test)):

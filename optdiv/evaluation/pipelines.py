@@ -54,10 +54,10 @@ def splits_digest(X, y, folds=None) -> str:
     return digest + "-cv" + hashlib.sha256(np.ascontiguousarray(np.asarray(folds, dtype=np.int64))).hexdigest()[:8]
 
 
-def first_rows_digest(digest: str, rows: int) -> str:
-    """The digest a pipeline fitted on the first ``rows`` rows of ``digest``'s is filed under: kept apart from the
+def part_rows_digest(digest: str, rows: int) -> str:
+    """The digest a pipeline fitted on a sample of ``rows`` of ``digest``'s rows is filed under: kept apart from the
     fits on every row, so a member grown to part of the rows is never read back as refitted on all of them."""
-    return f"{digest}-first{int(rows)}"
+    return f"{digest}-part{int(rows)}"
 
 
 def pipeline_path(folder, digest: str, index: int) -> Path:

@@ -20,7 +20,7 @@ from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.anytime import kept_rounds
 from optdiv.evaluation.fitting import build_pipeline
 from optdiv.evaluation.threads import with_threads
-from optdiv.evaluation.pipelines import SavedPipelines, first_rows_digest, splits_digest
+from optdiv.evaluation.pipelines import SavedPipelines, part_rows_digest, splits_digest
 from optdiv.final.model import EnsembleModel
 from optdiv.final.refit_time import RefitPace, fold_refit_seconds, refit_seconds, rows_within
 
@@ -211,9 +211,10 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                 report["rows"] = "train+validation"
             else:
                 if on_all or grown_ok:
-                    report["rows"] = (f"train+validation for {len(on_all)} of {n_members} members, "
-                                      + (f"part of it for {len(grown_ok)}, " if grown_ok else "")
-                                      + "train for the others")
+                    report["rows"] = (f"train+validation for {len(on_all)} of {n_members} members"
+                                      + (f", part of it for {len(grown_ok)}" if grown_ok else "")
+                                      + (", train for the others" if len(on_all) + len(grown_ok) < n_members
+                                         else ""))
                 report["refit_skipped"] = (f"refitting {n_members - len(on_all)} of {n_members} members on "
                                            f"train+validation was predicted not to fit in the time budget: they stay "
                                            f"fitted on train" + (f" ({len(grown_ok)} of them on more of its rows: "
@@ -231,7 +232,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             rows_label = None
             if position in grown_ok:
                 pipe, source = grown[position][0], "refitted"
-                rows_label = f"first {grown_ok[position]} rows of train+validation"
+                rows_label = f"{grown_ok[position]} rows of train+validation"
             elif pipe is None and position in on_all:
                 pipe, error = refits[position]
                 if pipe is None:  # e.g. a preprocessor that overflows on the added rows, or a refit stopped at the
@@ -297,16 +298,16 @@ class Refitter:
         return (pipe, None) if pipe is not None else (None, "the refitted pipeline could not be read back")
 
     def fit_rows(self, obs, rows: int):
-        """(``obs``'s pipeline fitted on the first ``rows`` rows of train+validation, None) or (None, why not), under
-        the deadline: a member of a row-sampled search grown towards every row as far as the time left allows,
-        saved apart from the refits on every row."""
+        """(``obs``'s pipeline fitted on a sample of ``rows`` rows of train+validation, None) or (None, why not),
+        under the deadline: a member of a row-sampled search grown towards every row as far as the time left
+        allows, saved apart from the refits on every row."""
         left = self.deadline.left() - FINISH_SECONDS
         if left <= 0:
             return None, "no time left for the refit"
         error = self.evaluator.fit_and_save(obs.config, obs.index, left, kept_rounds(obs.measures), rows=rows)
         if error is not None:
             return None, error
-        pipe = self.saved.load(first_rows_digest(self.digest, rows), obs.index)
+        pipe = self.saved.load(part_rows_digest(self.digest, rows), obs.index)
         return (pipe, None) if pipe is not None else (None, "the refitted pipeline could not be read back")
 
     def has(self, obs) -> bool:

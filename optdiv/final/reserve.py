@@ -58,7 +58,7 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
                    n_folds: Optional[int], started: bool = False, refits_share: float = 1.0,
                    rows: Tuple[float, float] = (3, 4), refits_cap: Optional[float] = None,
                    refitted: Optional[Callable[[object], bool]] = None,
-                   pace: Optional[RefitPace] = None, grows: bool = False) -> float:
+                   pace: Optional[RefitPace] = None) -> float:
     """Predicted seconds from the end of the search to the end of the call for the final ``members``:
     :data:`FINISH_SECONDS`, loading (and saving again) the saved ones, and the refits
     :func:`optdiv.final.fit.fit_model` does.
@@ -73,9 +73,7 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     optional (a member whose refit does not fit stays fitted on train), so an evaluation already running may use
     the rest (:data:`REFIT_OVERRUN_SHARE`). ``refits_cap``: the most seconds those refits are reserved (a search on a
     row sample, whose refits on every row could otherwise claim the whole budget before the search has begun); a member
-    whose own refit is predicted over the cap is left out of it, since it will stay fitted on the rows it was
-    evaluated on, unless members ``grows`` (a row-sampled search, whose final step fits such a member on as many
-    rows as the time allows: :data:`~optdiv.final.fit.GROW_SHARE`), when it counts the cap. A member
+    whose own refit is predicted over the cap is left out of it, since it will stay fitted on the sample. A member
     ``refitted`` says is done (refitted ahead, during the search) costs its loading only; ``pace`` corrects each
     worker refit's prediction by what the refits already taken (ahead) took of theirs.
     """
@@ -91,10 +89,8 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
                 else pace.correct(obs.algorithm, worker_refit_seconds(obs, rows))
                 for obs in members if refitted is None or not refitted(obs)]
         refits = sum(each)
-        if refits_cap is not None:  # a member whose own refit is over the cap is never refitted (nothing kept for
-            # it) or, on a row sample, grown on the rows the cap's time fits
-            refits = min(sum(min(t, refits_cap) if grows else t for t in each if grows or t <= refits_cap),
-                         refits_cap)
+        if refits_cap is not None:  # a member whose own refit is over the cap is never refitted: nothing kept for it
+            refits = min(sum(t for t in each if t <= refits_cap), refits_cap)
         reserve += (0.0 if started else REFIT_WORKER_START) + refits_share * refits
     elif digest is None:
         reserve += REFIT_SAFETY * sum(obs.fit_seconds for obs in members)
@@ -106,16 +102,15 @@ class FinishReserve:
     the final model from the history as it stands (recomputed when an evaluation was recorded since, or the time
     left changed by a tenth of a second: a refit predicted longer than the time left is kept no time for).
     ``started``: the refit worker was started with the search (:class:`optdiv.final.fit.Refitter`), so its
-    start-up is not reserved; ``pace``: that worker's record of what its refits took of their predictions;
-    ``grows``: a row-sampled search, whose members too slow to refit on every row are grown on part of the rows."""
+    start-up is not reserved; ``pace``: that worker's record of what its refits took of their predictions."""
 
     def __init__(self, deadline: Optional[Deadline], y_val, loss: str, ensemble_size: int, seed: int, refit: bool,
                  n_folds: Optional[int], pipelines: Optional[SavedPipelines], digest: Optional[str],
                  history: Sequence = (), started: bool = False, rows: Tuple[float, float] = (3, 4),
                  refits_cap: Optional[float] = None, refitted: Optional[Callable[[object], bool]] = None,
-                 pace: Optional[RefitPace] = None, grows: bool = False):
+                 pace: Optional[RefitPace] = None):
         self.deadline, self.y_val, self.loss, self.ensemble_size, self.seed = deadline, y_val, loss, ensemble_size, seed
-        self.pace, self.grows = pace, grows
+        self.pace = pace
         self.refit, self.n_folds, self.pipelines, self.digest = refit, n_folds, pipelines, digest
         self.started, self.rows, self.refits_cap, self.refitted = started, rows, refits_cap, refitted
         self.latest: Sequence = history  # the history as the loop last handed it over
@@ -141,7 +136,7 @@ class FinishReserve:
                 self.members = likely_members(self.latest, self.y_val, self.loss, self.ensemble_size, self.seed)
             both = [finish_reserve(self.members, self.pipelines, self.digest, self.refit, self.n_folds,
                                    started=self.started, refits_share=share, rows=self.rows,
-                                   refits_cap=cap, refitted=self.refitted, pace=self.pace, grows=self.grows)
+                                   refits_cap=cap, refitted=self.refitted, pace=self.pace)
                     for share in (1.0, 1.0 - REFIT_OVERRUN_SHARE)]
             self.computed = (key, cap, *both)
         return self.computed[3 if overrun else 2]
