@@ -65,8 +65,9 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     the time left are refitted, heaviest weight first, each in a worker process that is stopped at the deadline;
     a member left out is taken when its prediction, corrected by the pace its algorithm's refits took
     (:class:`~optdiv.final.refit_time.RefitPace`), fits what the refits before it left, and once none fits, the one
-    likeliest to end is attempted in the time left (:data:`ATTEMPT_REACH`). The others (and one whose refit is
-    stopped or fails) stay fitted on train, and ``result.info["final_model"]`` says how many.
+    likeliest to end is attempted in the time left (:data:`ATTEMPT_REACH`); after a search on a row sample the
+    heaviest members left are grown on the rows their refits fit in instead (:data:`GROW_SHARE`). The others (and
+    one whose refit is stopped or fails) stay fitted on train, and ``result.info["final_model"]`` says how many.
     Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing; a
     member without a saved fold bag must be refitted there, so under a deadline the lightest such members whose
     refits are predicted not to fit are left out (the heaviest always stays) and the others' weights rescaled to
