@@ -169,23 +169,24 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                 position, rows = growable[0]
                 if rows >= len(X_all):  # the whole refit fits after all (a pace set since it was planned)
                     on_all.add(position)
-                    if not refit_member(position):
-                        on_all.discard(position)
-                    continue
+                    if refit_member(position):
+                        continue
+                    on_all.discard(position)  # stopped or failed: kept on the sample, not tried again
+                    grown[position] = (None, rows)
+                    break
                 obs = result.history[result.member_indices[position]]
-                expected = pace.correct(obs.algorithm, safety * refit_seconds(obs.algorithm, obs.fit_seconds,
-                                                                              len(X), rows))
+                plain = safety * refit_seconds(obs.algorithm, obs.fit_seconds, len(X), rows)
                 refit_began = time.perf_counter()
                 pipe, error = refitter.fit_rows(obs, rows)
                 taken = time.perf_counter() - refit_began
                 grown[position] = (pipe, rows)
                 report.setdefault("refit_times", []).append(
-                    {"index": obs.index, "predicted": round(expected, 2), "seconds": round(taken, 2),
-                     "ok": pipe is not None, "rows": rows})
+                    {"index": obs.index, "predicted": round(pace.correct(obs.algorithm, plain), 2),
+                     "seconds": round(taken, 2), "ok": pipe is not None, "rows": rows})
                 if pipe is None:  # stopped at the deadline, or failed: the member keeps its fit on the sample
                     report.setdefault("refit_failed", []).append({"index": obs.index, "error": error})
                     break
-                pace.record(obs.algorithm, safety * refit_seconds(obs.algorithm, obs.fit_seconds, len(X), rows), taken)
+                pace.record(obs.algorithm, plain, taken)
         elif refit and not cross_validated and refitter is not None:
             # the time no prediction fits is spent on attempts: a refit that does not end in time is stopped at the
             # deadline in its worker and its member keeps its fit on train, so an attempt costs only idle seconds
@@ -218,7 +219,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                                          else ""))
                 report["refit_skipped"] = (f"refitting {n_members - len(on_all)} of {n_members} members on "
                                            f"train+validation was predicted not to fit in the time budget: they stay "
-                                           f"fitted on train" + (f" ({len(grown_ok)} of them on more of its rows: "
+                                           f"fitted on train" + (f" ({len(grown_ok)} of them on more of their rows: "
                                                                  f"'grown')" if grown_ok else ""))
                 if deadline is not None:  # which, and what their refits were predicted to take (after the pace)
                     report["left_on_train"] = [
