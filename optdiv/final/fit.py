@@ -99,8 +99,10 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         left = None if deadline is None else deadline.left() - FINISH_SECONDS - start
         safety = WORKER_REFIT_SAFETY if in_worker else REFIT_SAFETY
 
-        def predicted(obs) -> float:
-            return safety * refit_seconds(obs.algorithm, obs.fit_seconds, max(len(X), 1), len(X_all))
+        def predicted(obs, rows: Optional[int] = None) -> float:
+            """``obs``'s refit on ``rows`` rows (default: every row of train+validation), times the safety factor."""
+            return safety * refit_seconds(obs.algorithm, obs.fit_seconds, max(len(X), 1),
+                                          len(X_all) if rows is None else rows)
 
         # members refitted during the search (or whose refit failed there) need no more time
         ready = set() if refitter is None else {i for i in result.member_indices if refitter.done(result.history[i])}
@@ -175,7 +177,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                     grown[position] = (None, rows)
                     break
                 obs = result.history[result.member_indices[position]]
-                plain = safety * refit_seconds(obs.algorithm, obs.fit_seconds, len(X), rows)
+                plain = predicted(obs, rows)
                 refit_began = time.perf_counter()
                 pipe, error = refitter.fit_rows(obs, rows)
                 taken = time.perf_counter() - refit_began
