@@ -130,24 +130,37 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             obs = result.history[result.member_indices[position]]
             return pace.correct(obs.algorithm, predicted(obs))
 
-        def refit_member(position: int, **extra) -> bool:
-            """Refit the member at ``position`` (or read back its refit run ahead); True when it is refitted."""
+        def refit_member(position: int, rows: Optional[int] = None, **extra) -> bool:
+            """Refit the member at ``position`` on every row of train+validation (or read back its refit run
+            ahead), or grow it on ``rows`` of them; True when it is refitted. Each refit is reported with its
+            prediction, that prediction at its algorithm's pace so far (``paced``) and what it took, and sets
+            the pace for the next."""
             obs = result.history[result.member_indices[position]]
             rounds = kept_rounds(obs.measures)  # a member whose evaluation was cut is refitted as it was scored
-            if result.member_indices[position] in ready:
+            if rows is None and result.member_indices[position] in ready:
                 refits[position] = refitter.fit(obs)  # refitted ahead, during the search: read back
                 if refits[position][0] is not None:
                     ahead.append(obs.index)
                 return refits[position][0] is not None
-            expected, refit_began = predicted(obs), time.perf_counter()
-            refits[position] = (refitter.fit(obs) if refitter is not None
-                                else _fitted(space, obs.config, X_all, y_all, seed, task, threads, rounds))
+            expected = predicted(obs, rows)
+            paced, refit_began = pace.correct(obs.algorithm, expected), time.perf_counter()
+            if rows is None:
+                refits[position] = (refitter.fit(obs) if refitter is not None
+                                    else _fitted(space, obs.config, X_all, y_all, seed, task, threads, rounds))
+                pipe = refits[position][0]
+            else:
+                pipe, error = refitter.fit_rows(obs, rows)
+                grown[position] = (pipe, rows)
+                extra = {**extra, "rows": rows}
+                if pipe is None:  # stopped at the deadline, or failed: the member keeps its fit on the sample
+                    report.setdefault("refit_failed", []).append({"index": obs.index, "error": error})
             # predicted against taken, per refit: what the search's reserve for the refits can be checked on
-            taken, ok = time.perf_counter() - refit_began, refits[position][0] is not None
+            taken, ok = time.perf_counter() - refit_began, pipe is not None
             if ok:
                 pace.record(obs.algorithm, expected, taken)
             report.setdefault("refit_times", []).append(
-                {"index": obs.index, "predicted": round(expected, 2), "seconds": round(taken, 2), "ok": ok, **extra})
+                {"index": obs.index, "predicted": round(expected, 2), "paced": round(paced, 2),
+                 "seconds": round(taken, 2), "ok": ok, **extra})
             return ok
 
         for position in [p for p in by_weight if p in on_all] + later:
@@ -176,19 +189,8 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                     on_all.discard(position)  # stopped or failed: kept on the sample, not tried again
                     grown[position] = (None, rows)
                     break
-                obs = result.history[result.member_indices[position]]
-                plain = predicted(obs, rows)
-                refit_began = time.perf_counter()
-                pipe, error = refitter.fit_rows(obs, rows)
-                taken = time.perf_counter() - refit_began
-                grown[position] = (pipe, rows)
-                report.setdefault("refit_times", []).append(
-                    {"index": obs.index, "predicted": round(pace.correct(obs.algorithm, plain), 2),
-                     "seconds": round(taken, 2), "ok": pipe is not None, "rows": rows})
-                if pipe is None:  # stopped at the deadline, or failed: the member keeps its fit on the sample
-                    report.setdefault("refit_failed", []).append({"index": obs.index, "error": error})
+                if not refit_member(position, rows=rows):
                     break
-                pace.record(obs.algorithm, plain, taken)
         elif refit and not cross_validated and refitter is not None:
             # the time no prediction fits is spent on attempts: a refit that does not end in time is stopped at the
             # deadline in its worker and its member keeps its fit on train, so an attempt costs only idle seconds
@@ -330,15 +332,16 @@ class Refitter:
         times = []
         for obs in members:
             expected = predicted(obs)
-            if self.done(obs) or self.pace.correct(obs.algorithm, expected) > self.deadline.left() - FINISH_SECONDS:
+            paced = self.pace.correct(obs.algorithm, expected)
+            if self.done(obs) or paced > self.deadline.left() - FINISH_SECONDS:
                 continue
             began = time.perf_counter()
             error = self._refit(obs)
             taken = time.perf_counter() - began
             if error is None:
                 self.pace.record(obs.algorithm, expected, taken)
-            times.append({"index": obs.index, "predicted": round(expected, 2), "seconds": round(taken, 2),
-                          "ok": error is None, "ahead": True})
+            times.append({"index": obs.index, "predicted": round(expected, 2), "paced": round(paced, 2),
+                          "seconds": round(taken, 2), "ok": error is None, "ahead": True})
         self.ahead_times.extend(times)
         return times
 

@@ -332,6 +332,8 @@ def test_a_member_predicted_over_the_time_left_is_refitted_at_the_pace_its_algor
     first, second = final["refit_times"]
     assert second["predicted"] == pytest.approx(4.0, rel=0.01)  # the plain prediction did not fit in 3 s
     assert first["seconds"] < PACE_BOUNDS[0] * first["predicted"]  # the first refit took under a quarter of its own
+    assert first["paced"] == first["predicted"]  # no refit of its algorithm before it: nothing to correct by
+    assert second["paced"] == pytest.approx(PACE_BOUNDS[0] * 4.0, rel=0.01)  # at the first one's pace (the bound)
 
 
 def test_under_cross_validation_members_whose_refit_does_not_fit_are_left_out(cls_splits):
@@ -522,6 +524,8 @@ def test_a_row_sampled_search_grows_its_members_to_the_rows_their_refits_fit_in(
     assert [m["rows"] for m in model.info if m["index"] == heaviest] == [f"{grown['rows']} rows of "
                                                                          "train+validation"]
     assert all(t["ok"] for t in final["refit_times"]) and final["refit_times"][0]["rows"] == grown["rows"]
+    first = final["refit_times"][0]  # the grown refit's plain prediction on its rows, and at its pace (none yet)
+    assert first["paced"] == first["predicted"] <= GROW_SHARE * seconds + 0.05
     # the tiny tree's refit took far less than predicted: at that pace the others fit on every row
     assert {m["rows"] for m in model.info if m["index"] != heaviest} == {"train+validation"}
     assert model.predict(cls_splits.X_test).shape == (len(cls_splits.y_test),)

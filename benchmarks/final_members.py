@@ -1,0 +1,251 @@
+"""Two ways to spend a search's last seconds on the final members, measured before building either into the engine.
+
+``bags``: is a member worth more as a bag of fold models than as one refit on every row? For each dataset, seed
+and algorithm (each at its library's defaults), on the same stratified 80/20 split as ``benchmarks/race.py``, with
+the training part split 75/25 as the estimators' holdout:
+
+- ``train``: fitted on the 75 % training part (a member as the search evaluated it);
+- ``refit``: refitted on train+validation (optdiv's final member);
+- ``blend``: the two above averaged (no fit beyond what the engine already makes);
+- ``bag4``: four fits, each leaving out one quarter of train+validation, averaged (AutoGluon's bagging; the
+  ``train`` fit is one of such four, so three more fits than the engine makes);
+- ``bag4+refit``: the four and the refit averaged.
+
+``reselect``: does choosing the final ensemble on fresh cross-validation folds over-fit less on small data? For each
+dataset and seed the estimator's defaults search (``--seconds``, one core) under 5-fold cross-validation; then
+its final selection (the product's loss and bags) is made again over the same history in five ways, every member
+refitted here on every training row and scored on the test rows, so the ways differ only in the rows they choose on:
+
+- ``all``: over every evaluation, on the search's out-of-fold predictions (what the product does);
+- ``top``: among the ``--top`` evaluations of lowest loss, on the same predictions;
+- ``fresh``: among those, on out-of-fold predictions of a new 5-fold split (each re-evaluated);
+- ``avg2`` / ``avg3``: among those, on the average of the search's and one or two new splits' predictions.
+
+    python benchmarks/final_members.py bags --data-dir ../shared/datasets --datasets satimage,elevators,eeg,pol \\
+        --seeds 0,1,2 --out runs/final-members
+    python benchmarks/final_members.py reselect --data-dir ../shared/datasets --datasets bodyfat,quake \\
+        --seeds 0-5 --seconds 90 --out runs/final-members
+    python benchmarks/final_members.py report --out runs/final-members
+
+Each line of OUT/bags.jsonl and OUT/reselect.jsonl is one (dataset, seed[, algorithm]) with every variant's test
+error (% or MSE); ``report`` prints the means and, per variant, lower / level / higher against ``refit`` (bags) or
+``all`` (reselect) with a two-sided Wilcoxon p over the pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
+    sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from race import make_split  # noqa: E402  the race's split, so these rows are the race's rows
+
+from optdiv.bench.harness import parse_seeds  # noqa: E402
+from optdiv.bench.stats import paired_p  # noqa: E402
+
+BAG_FOLDS = 4  # the holdout's 75/25 is one of four folds
+BAG_VARIANTS = ("train", "refit", "blend", "bag4", "bag4+refit")
+RESELECT_VARIANTS = ("all", "top", "fresh", "avg2", "avg3")
+
+
+def _load(data_dir: Path, name: str):
+    import pandas as pd
+
+    from optdiv.data import load_dataset
+
+    csv = data_dir / f"{name}.csv"
+    task = load_dataset(str(csv)).task
+    frame = pd.read_csv(csv)
+    return frame.iloc[:, :-1], frame.iloc[:, -1], task
+
+
+def _error(task: str, y_true, pred) -> float:
+    """0/1 error in % of class probabilities, or MSE of values."""
+    if task == "classification":
+        return 100.0 * float(np.mean(np.argmax(pred, axis=1) != y_true))
+    return float(np.mean((np.asarray(pred, dtype=float) - y_true) ** 2))
+
+
+def _algorithms(task: str) -> dict:
+    """The strong algorithms at their libraries' defaults (one thread: the engine's evaluations)."""
+    import lightgbm as lgb
+    from sklearn import ensemble, neighbors
+
+    if task == "classification":
+        return {"random_forest": lambda: ensemble.RandomForestClassifier(random_state=1),
+                "extra_trees": lambda: ensemble.ExtraTreesClassifier(random_state=1),
+                "lightgbm": lambda: lgb.LGBMClassifier(random_state=1, verbose=-1, n_jobs=1),
+                "hist_gradient_boosting": lambda: ensemble.HistGradientBoostingClassifier(random_state=1),
+                "k_nearest_neighbors": lambda: neighbors.KNeighborsClassifier()}
+    return {"random_forest": lambda: ensemble.RandomForestRegressor(random_state=1),
+            "extra_trees": lambda: ensemble.ExtraTreesRegressor(random_state=1),
+            "lightgbm": lambda: lgb.LGBMRegressor(random_state=1, verbose=-1, n_jobs=1),
+            "hist_gradient_boosting": lambda: ensemble.HistGradientBoostingRegressor(random_state=1),
+            "k_nearest_neighbors": lambda: neighbors.KNeighborsRegressor()}
+
+
+def run_bags(args) -> None:
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    out = args.out / "bags.jsonl"
+    for name in args.datasets:
+        X, y, task = _load(args.data_dir, name)
+        X = X.apply(lambda c: c.astype("category").cat.codes if c.dtype == object else c).to_numpy(dtype=float)
+        y = np.unique(np.asarray(y), return_inverse=True)[1] if task == "classification" else np.asarray(y, float)
+        for seed in args.seeds:
+            train, test = make_split(y, task, seed)
+            X_all, y_all, X_test, y_test = X[train], y[train], X[test], y[test]
+            splitter = (StratifiedKFold if task == "classification" else KFold)(BAG_FOLDS, shuffle=True,
+                                                                               random_state=seed)
+            folds = [kept for kept, _ in splitter.split(X_all, y_all)]
+            for algorithm, make in _algorithms(task).items():
+                def predict(model):
+                    return model.predict_proba(X_test) if task == "classification" else model.predict(X_test)
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    bag = [predict(make().fit(X_all[kept], y_all[kept])) for kept in folds]
+                    refit = predict(make().fit(X_all, y_all))
+                preds = {"train": bag[0], "refit": refit, "blend": (bag[0] + refit) / 2,
+                         "bag4": np.mean(bag, axis=0), "bag4+refit": np.mean(bag + [refit], axis=0)}
+                line = {"dataset": name, "seed": seed, "algorithm": algorithm, "task": task,
+                        **{k: _error(task, y_test, p) for k, p in preds.items()}}
+                with open(out, "a") as fh:
+                    fh.write(json.dumps(line) + "\n")
+                print(json.dumps(line), flush=True)
+
+
+def run_reselect(args) -> None:
+    from optdiv.data import Splits, cross_validation_view, from_xy, split_train_validation
+    from optdiv.evaluation.fitting import fit_predict
+    from optdiv.final.choice import choose_members, weighted_prediction
+    from optdiv.sklearn import OptDivClassifier, OptDivRegressor
+
+    out = args.out / "reselect.jsonl"
+    for name in args.datasets:
+        X, y, task = _load(args.data_dir, name)
+        for seed in args.seeds:
+            train, test = make_split(y, task, seed)
+            X_fit, y_fit = X.iloc[train].reset_index(drop=True), y.iloc[train].reset_index(drop=True)
+            X_test, y_test = X.iloc[test].reset_index(drop=True), y.iloc[test].reset_index(drop=True)
+            cls = OptDivClassifier if task == "classification" else OptDivRegressor
+            model = cls(time_budget=args.seconds, seed=seed, n_jobs=1, cv=5).fit(X_fit, y_fit)
+            result = model.result_
+            # the estimator's own rows and folds, rebuilt as it built them
+            data = from_xy(X_fit, y_fit, task=task)
+            holdout = split_train_validation(data, seed=seed, val_size=model.validation_size)
+            view = cross_validation_view(holdout, 5, seed, task)
+            if not np.allclose(np.asarray(view.y_val, float), np.asarray(model.validation_targets_, float)):
+                raise RuntimeError("the rebuilt folds are not the estimator's")
+            n_classes = None if data.classes is None else len(data.classes)
+            y_true = (np.searchsorted(np.asarray(data.classes), np.asarray(y_test)) if task == "classification"
+                      else np.asarray(y_test, float))
+            every_row = Splits(view.X_train, view.y_train, view.X_train.iloc[:2], view.y_train[:2], X_test, y_true,
+                               None)
+            selection, loss = result.info["ensemble_selection"], result.info["metric"]
+            ok = [obs for obs in result.history if obs.status == "ok"]
+            top = sorted(ok, key=lambda obs: obs.val_loss)[:args.top]
+            fresh = {obs.index: [] for obs in top}
+            for repeat in (1, 2):
+                folds = cross_validation_view(holdout, 5, seed + 1000 * repeat, task)
+                for obs in top:
+                    run = fit_predict(result.space.build, folds, task, n_classes, seed, obs.config)
+                    if run["ok"]:
+                        fresh[obs.index].append(run["val_pred"])
+            tested = {}
+
+            def test_pred(obs):
+                if obs.index not in tested:
+                    run = fit_predict(result.space.build, every_row, task, n_classes, seed, obs.config)
+                    tested[obs.index] = run["test_pred"] if run["ok"] else None
+                return tested[obs.index]
+
+            def chosen(candidates) -> float:
+                members, weights = choose_members(candidates, view.y_val, loss, "caruana", model.ensemble_size, seed,
+                                                  selection_loss=selection["loss"], bags=selection["bags"])
+                preds = [test_pred(candidates[i].obs) for i in members]
+                kept = [k for k, p in enumerate(preds) if p is not None]
+                weights = weights[kept] / weights[kept].sum()
+                return _error(task, y_true, weighted_prediction([preds[k] for k in kept], weights))
+
+            def as_candidates(observations, val_pred):
+                return [SimpleNamespace(status="ok", val_pred=val_pred(obs), obs=obs) for obs in observations]
+
+            again = [obs for obs in top if len(fresh[obs.index]) == 2]
+            line = {"dataset": name, "seed": seed, "task": task, "seconds": args.seconds,
+                    "evaluations": len(result.history), "estimator": _error(
+                        task, y_true, model.predict_proba(X_test) if task == "classification" else model.predict(X_test)),
+                    "all": chosen(as_candidates(ok, lambda o: o.val_pred)),
+                    "top": chosen(as_candidates(top, lambda o: o.val_pred)),
+                    "fresh": chosen(as_candidates(again, lambda o: fresh[o.index][0])),
+                    "avg2": chosen(as_candidates(again, lambda o: (o.val_pred + fresh[o.index][0]) / 2)),
+                    "avg3": chosen(as_candidates(again, lambda o: (o.val_pred + sum(fresh[o.index])) / 3))}
+            with open(out, "a") as fh:
+                fh.write(json.dumps(line) + "\n")
+            print(json.dumps(line), flush=True)
+
+
+def _table(lines, variants, reference, key) -> list:
+    rows = [f"| {key} | " + " | ".join(variants) + " |", "|---" * (len(variants) + 1) + "|"]
+    for group in sorted({line[key] for line in lines}):
+        mine = [line for line in lines if line[key] == group]
+        rows.append(f"| {group} | " + " | ".join(f"{np.mean([m[v] for m in mine]):.4g}" for v in variants) + " |")
+    rows += ["", f"| against {reference} | lower | level | higher | median relative change | Wilcoxon p |",
+             "|---|---|---|---|---|---|"]
+    for variant in (v for v in variants if v != reference):
+        ours = np.array([line[variant] for line in lines])
+        theirs = np.array([line[reference] for line in lines])
+        rel = np.where(theirs != 0, (ours - theirs) / np.where(theirs != 0, theirs, 1), 0.0)
+        rows.append(f"| {variant} | {int(np.sum(ours < theirs))} | {int(np.sum(ours == theirs))} | "
+                    f"{int(np.sum(ours > theirs))} | {100 * np.median(rel):+.1f} % | {paired_p(rel, np.zeros_like(rel)):.3g} |")
+    return rows
+
+
+def run_report(args) -> None:
+    bags = args.out / "bags.jsonl"
+    if bags.exists():
+        lines = [json.loads(x) for x in bags.read_text().splitlines() if x.strip()]
+        print(f"## bags: {len(lines)} (dataset, seed, algorithm) fits, test error by dataset\n")
+        print("\n".join(_table(lines, BAG_VARIANTS, "refit", "dataset")))
+        print("\nby algorithm:\n")
+        print("\n".join(_table(lines, BAG_VARIANTS, "refit", "algorithm")[:2 + len({x["algorithm"] for x in lines})]))
+    reselect = args.out / "reselect.jsonl"
+    if reselect.exists():
+        lines = [json.loads(x) for x in reselect.read_text().splitlines() if x.strip()]
+        print(f"\n## reselect: {len(lines)} (dataset, seed) searches, test error by dataset\n")
+        print("\n".join(_table(lines, ("estimator",) + RESELECT_VARIANTS, "all", "dataset")))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in ("bags", "reselect"):
+        sub = commands.add_parser(command)
+        sub.add_argument("--data-dir", type=Path, required=True)
+        sub.add_argument("--datasets", type=lambda s: [x for x in s.split(",") if x], required=True)
+        sub.add_argument("--seeds", type=parse_seeds, default=parse_seeds("0,1,2"))
+        sub.add_argument("--out", type=Path, required=True)
+        if command == "reselect":
+            sub.add_argument("--seconds", type=float, default=90.0)
+            sub.add_argument("--top", type=int, default=20)
+    report = commands.add_parser("report")
+    report.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.command != "report":
+        args.out.mkdir(parents=True, exist_ok=True)
+    {"bags": run_bags, "reselect": run_reselect, "report": run_report}[args.command](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""benchmarks/final_members.py: the bag variants of one fit each, and the report's pairing against the reference."""
+
+from __future__ import annotations
+
+import json
+from argparse import Namespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+
+def test_errors_are_zero_one_on_probabilities_and_squared_on_values(script):
+    fm = script("final_members")
+    probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
+    assert fm._error("classification", np.array([0, 1, 1, 1]), probs) == pytest.approx(25.0)
+    assert fm._error("regression", np.array([1.0, 2.0]), np.array([1.0, 4.0])) == pytest.approx(2.0)
+
+
+def test_the_report_pairs_each_variant_with_the_reference(script):
+    fm = script("final_members")
+    lines = [{"dataset": d, "refit": 10.0, "blend": 9.0 if d == "a" else 11.0, "bag4": 10.0} for d in "abc"]
+    rows = fm._table(lines, ("refit", "blend", "bag4"), "refit", "dataset")
+    assert "| a | 10 | 9 | 10 |" in rows
+    assert any(r.startswith("| blend | 1 | 0 | 2 |") for r in rows)  # lower on a, higher on b and c
+    assert any(r.startswith("| bag4 | 0 | 3 | 0 | +0.0 % | 1 |") for r in rows)
+
+
+@pytest.mark.timeout(300)
+def test_every_bag_variant_is_scored_for_each_algorithm(script, tmp_path, capsys):
+    fm = script("final_members")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 4))
+    frame = pd.DataFrame(X, columns=list("abcd")).assign(target=(X[:, 0] + X[:, 1] > 0).astype(int))
+    frame.to_csv(tmp_path / "toy.csv", index=False)
+    fm.run_bags(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path))
+    lines = [json.loads(x) for x in (tmp_path / "bags.jsonl").read_text().splitlines()]
+    assert sorted(x["algorithm"] for x in lines) == sorted(fm._algorithms("classification"))
+    for line in lines:
+        assert line["task"] == "classification" and line["seed"] == 0
+        assert all(0.0 <= line[v] <= 100.0 for v in fm.BAG_VARIANTS)
+    # an easy linear target: the refit on every row of a forest is far better than chance
+    assert min(x["refit"] for x in lines) < 25.0
+    fm.run_report(Namespace(out=tmp_path))
+    assert "| toy |" in capsys.readouterr().out
