@@ -11,6 +11,12 @@ the training part split 75/25 as the estimators' holdout:
   ``train`` fit is one of such four, so three more fits than the engine makes);
 - ``bag4+refit``: the four and the refit averaged.
 
+``ensemble``: does the gain of ``bags`` reach the final ensemble? For each dataset and seed the estimator's
+defaults search (``--seconds``, one core, a holdout split, as on every set of 4,000 rows or more); then each final member is fitted here again in three ways,
+with the ensemble's weights unchanged: ``refit`` (on train+validation), ``bag4`` (four fits, each leaving out one
+quarter of train+validation, the validation rows being one quarter) and ``bag4+refit``; ``estimator`` is the
+estimator's own final model (members refitted as far as its time budget allowed).
+
 ``reselect``: does choosing the final ensemble on fresh cross-validation folds over-fit less on small data? For each
 dataset and seed the estimator's defaults search (``--seconds``, one core) under 5-fold cross-validation; then
 its final selection (the product's loss and bags) is made again over the same history in five ways, every member
@@ -23,13 +29,15 @@ refitted here on every training row and scored on the test rows, so the ways dif
 
     python benchmarks/final_members.py bags --data-dir ../shared/datasets --datasets satimage,elevators,eeg,pol \\
         --seeds 0,1,2 --out runs/final-members
+    python benchmarks/final_members.py ensemble --data-dir ../shared/datasets --datasets satimage,elevators \
+        --seeds 0,1 --seconds 90 --out runs/final-members
     python benchmarks/final_members.py reselect --data-dir ../shared/datasets --datasets bodyfat,quake \\
         --seeds 0-5 --seconds 90 --out runs/final-members
     python benchmarks/final_members.py report --out runs/final-members
 
-Each line of OUT/bags.jsonl and OUT/reselect.jsonl is one (dataset, seed[, algorithm]) with every variant's test
-error (% or MSE); ``report`` prints the means and, per variant, lower / level / higher against ``refit`` (bags) or
-``all`` (reselect) with a two-sided Wilcoxon p over the pairs.
+Each line of OUT/bags.jsonl, OUT/ensemble.jsonl and OUT/reselect.jsonl is one (dataset, seed[, algorithm]) with every variant's test
+error (% or MSE); ``report`` prints the means and, per variant, lower / level / higher against ``refit`` (bags,
+ensemble) or ``all`` (reselect) with a two-sided Wilcoxon p over the pairs.
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ from optdiv.bench.stats import paired_p  # noqa: E402
 BAG_FOLDS = 4  # the holdout's 75/25 is one of four folds
 BAG_VARIANTS = ("train", "refit", "blend", "bag4", "bag4+refit")
 RESELECT_VARIANTS = ("all", "top", "fresh", "avg2", "avg3")
+ENSEMBLE_VARIANTS = ("estimator", "refit", "bag4", "bag4+refit")
 
 
 def _load(data_dir: Path, name: str):
@@ -125,31 +134,88 @@ def run_bags(args) -> None:
                 print(json.dumps(line), flush=True)
 
 
+def _searched(args, name, seed, cv):
+    """The estimator's defaults but ``cv`` (None: a holdout split) fitted on the race's training rows of ``name``:
+    (model, its holdout rebuilt as it built it, test rows, encoded test targets, task, number of classes)."""
+    from optdiv.data import from_xy, split_train_validation
+    from optdiv.sklearn import OptDivClassifier, OptDivRegressor
+
+    X, y, task = _load(args.data_dir, name)
+    train, test = make_split(y, task, seed)
+    X_fit, y_fit = X.iloc[train].reset_index(drop=True), y.iloc[train].reset_index(drop=True)
+    X_test, y_test = X.iloc[test].reset_index(drop=True), y.iloc[test].reset_index(drop=True)
+    cls = OptDivClassifier if task == "classification" else OptDivRegressor
+    model = cls(time_budget=args.seconds, seed=seed, n_jobs=1, cv=cv).fit(X_fit, y_fit)
+    data = from_xy(X_fit, y_fit, task=task)
+    holdout = split_train_validation(data, seed=seed, val_size=model.validation_size)
+    n_classes = None if data.classes is None else len(data.classes)
+    y_true = (np.searchsorted(np.asarray(data.classes), np.asarray(y_test)) if task == "classification"
+              else np.asarray(y_test, float))
+    return model, holdout, X_test, y_true, task, n_classes
+
+
+def run_ensemble(args) -> None:
+    import pandas as pd
+
+    from optdiv.data import Splits
+    from optdiv.evaluation.fitting import fit_predict
+    from optdiv.final.choice import weighted_prediction
+
+    out = args.out / "ensemble.jsonl"
+    for name in args.datasets:
+        for seed in args.seeds:
+            model, holdout, X_test, y_true, task, n_classes = _searched(args, name, seed, None)
+            if not np.allclose(np.asarray(holdout.y_val, float), np.asarray(model.validation_targets_, float)):
+                raise RuntimeError("the rebuilt holdout is not the estimator's (cross-validated or row-sampled?)")
+            result = model.result_
+            X_all = pd.concat([holdout.X_train, holdout.X_val], axis=0, ignore_index=True)
+            y_all = np.concatenate([holdout.y_train, holdout.y_val])
+            n_train = len(holdout.y_train)
+            # four quarters of train+validation: the validation rows, and the training rows dealt in three
+            parts = np.array_split(np.random.default_rng(seed).permutation(n_train), 3)
+            fits = [np.arange(n_train)] + [np.setdiff1d(np.arange(len(y_all)), part) for part in parts]
+
+            def test_pred(config, rows):
+                on = Splits(X_all.iloc[rows], y_all[rows], X_all.iloc[:2], y_all[:2], X_test, y_true, None)
+                run = fit_predict(result.space.build, on, task, n_classes, seed, config)
+                return run["test_pred"] if run["ok"] else None
+
+            members = {"refit": [], "bag4": [], "bag4+refit": []}
+            weights = []
+            for i, weight in zip(result.member_indices, result.weights):
+                config = result.history[i].config
+                refit = test_pred(config, np.arange(len(y_all)))
+                bag = [test_pred(config, rows) for rows in fits]
+                if refit is None or any(p is None for p in bag):
+                    continue  # a member that fails here is left out of every variant alike
+                members["refit"].append(refit)
+                members["bag4"].append(np.mean(bag, axis=0))
+                members["bag4+refit"].append(np.mean(bag + [refit], axis=0))
+                weights.append(float(weight))
+            weights = np.asarray(weights) / np.sum(weights)
+            own = model.predict_proba(X_test) if task == "classification" else model.predict(X_test)
+            line = {"dataset": name, "seed": seed, "task": task, "seconds": args.seconds,
+                    "evaluations": len(result.history), "members": len(weights),
+                    "of_members": len(result.member_indices), "estimator": _error(task, y_true, own),
+                    **{k: _error(task, y_true, weighted_prediction(v, weights)) for k, v in members.items()}}
+            with open(out, "a") as fh:
+                fh.write(json.dumps(line) + "\n")
+            print(json.dumps(line), flush=True)
+
+
 def run_reselect(args) -> None:
-    from optdiv.data import Splits, cross_validation_view, from_xy, split_train_validation
+    from optdiv.data import Splits, cross_validation_view
     from optdiv.evaluation.fitting import fit_predict
     from optdiv.final.choice import choose_members, weighted_prediction
-    from optdiv.sklearn import OptDivClassifier, OptDivRegressor
 
     out = args.out / "reselect.jsonl"
     for name in args.datasets:
-        X, y, task = _load(args.data_dir, name)
         for seed in args.seeds:
-            train, test = make_split(y, task, seed)
-            X_fit, y_fit = X.iloc[train].reset_index(drop=True), y.iloc[train].reset_index(drop=True)
-            X_test, y_test = X.iloc[test].reset_index(drop=True), y.iloc[test].reset_index(drop=True)
-            cls = OptDivClassifier if task == "classification" else OptDivRegressor
-            model = cls(time_budget=args.seconds, seed=seed, n_jobs=1, cv=5).fit(X_fit, y_fit)
+            model, holdout, X_test, y_true, task, n_classes = _searched(args, name, seed, 5)
             result = model.result_
-            # the estimator's own rows and folds, rebuilt as it built them
-            data = from_xy(X_fit, y_fit, task=task)
-            holdout = split_train_validation(data, seed=seed, val_size=model.validation_size)
-            view = cross_validation_view(holdout, 5, seed, task)
+            view = cross_validation_view(holdout, 5, seed, task)  # the estimator's own folds
             if not np.allclose(np.asarray(view.y_val, float), np.asarray(model.validation_targets_, float)):
                 raise RuntimeError("the rebuilt folds are not the estimator's")
-            n_classes = None if data.classes is None else len(data.classes)
-            y_true = (np.searchsorted(np.asarray(data.classes), np.asarray(y_test)) if task == "classification"
-                      else np.asarray(y_test, float))
             every_row = Splits(view.X_train, view.y_train, view.X_train.iloc[:2], view.y_train[:2], X_test, y_true,
                                None)
             selection, loss = result.info["ensemble_selection"], result.info["metric"]
@@ -219,6 +285,11 @@ def run_report(args) -> None:
         print("\n".join(_table(lines, BAG_VARIANTS, "refit", "dataset")))
         print("\nby algorithm:\n")
         print("\n".join(_table(lines, BAG_VARIANTS, "refit", "algorithm")[:2 + len({x["algorithm"] for x in lines})]))
+    ensemble = args.out / "ensemble.jsonl"
+    if ensemble.exists():
+        lines = [json.loads(x) for x in ensemble.read_text().splitlines() if x.strip()]
+        print(f"\n## ensemble: {len(lines)} (dataset, seed) searches, test error by dataset\n")
+        print("\n".join(_table(lines, ENSEMBLE_VARIANTS, "refit", "dataset")))
     reselect = args.out / "reselect.jsonl"
     if reselect.exists():
         lines = [json.loads(x) for x in reselect.read_text().splitlines() if x.strip()]
@@ -229,21 +300,22 @@ def run_report(args) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in ("bags", "reselect"):
+    for command in ("bags", "ensemble", "reselect"):
         sub = commands.add_parser(command)
         sub.add_argument("--data-dir", type=Path, required=True)
         sub.add_argument("--datasets", type=lambda s: [x for x in s.split(",") if x], required=True)
         sub.add_argument("--seeds", type=parse_seeds, default=parse_seeds("0,1,2"))
         sub.add_argument("--out", type=Path, required=True)
-        if command == "reselect":
+        if command != "bags":
             sub.add_argument("--seconds", type=float, default=90.0)
+        if command == "reselect":
             sub.add_argument("--top", type=int, default=20)
     report = commands.add_parser("report")
     report.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.command != "report":
         args.out.mkdir(parents=True, exist_ok=True)
-    {"bags": run_bags, "reselect": run_reselect, "report": run_report}[args.command](args)
+    {"bags": run_bags, "ensemble": run_ensemble, "reselect": run_reselect, "report": run_report}[args.command](args)
     return 0
 
 

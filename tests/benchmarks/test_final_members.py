@@ -43,3 +43,17 @@ def test_every_bag_variant_is_scored_for_each_algorithm(script, tmp_path, capsys
     assert min(x["refit"] for x in lines) < 25.0
     fm.run_report(Namespace(out=tmp_path))
     assert "| toy |" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(300)
+def test_the_ensemble_check_scores_one_search_with_its_members_refitted_and_bagged(script, tmp_path):
+    fm = script("final_members")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 4))
+    frame = pd.DataFrame(X, columns=list("abcd")).assign(target=(X[:, 0] - X[:, 2] > 0).astype(int))
+    frame.to_csv(tmp_path / "toy.csv", index=False)
+    fm.run_ensemble(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    (line,) = [json.loads(x) for x in (tmp_path / "ensemble.jsonl").read_text().splitlines()]
+    assert 1 <= line["members"] <= line["of_members"] and line["evaluations"] >= line["of_members"]
+    assert all(0.0 <= line[v] <= 100.0 for v in fm.ENSEMBLE_VARIANTS)
+    assert line["refit"] < 30.0  # a linear target of 240 training rows: far better than chance
