@@ -56,10 +56,11 @@ if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed on
     sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from race import make_split  # noqa: E402  the race's split, so these rows are the race's rows
+from race import dataset_task, make_split  # noqa: E402  the race's split and task rule, so these are its rows
 
 from optdiv.bench.harness import parse_seeds  # noqa: E402
 from optdiv.bench.stats import paired_p  # noqa: E402
+from optdiv.final.model import model_prediction  # noqa: E402  class probabilities or values, as scored
 
 BAG_FOLDS = 4  # the holdout's 75/25 is one of four folds
 BAG_VARIANTS = ("train", "refit", "blend", "bag4", "bag4+refit")
@@ -70,12 +71,9 @@ ENSEMBLE_VARIANTS = ("estimator", "refit", "bag4", "bag4+refit")
 def _load(data_dir: Path, name: str):
     import pandas as pd
 
-    from optdiv.data import load_dataset
-
     csv = data_dir / f"{name}.csv"
-    task = load_dataset(str(csv)).task
     frame = pd.read_csv(csv)
-    return frame.iloc[:, :-1], frame.iloc[:, -1], task
+    return frame.iloc[:, :-1], frame.iloc[:, -1], dataset_task(csv)
 
 
 def _error(task: str, y_true, pred) -> float:
@@ -118,13 +116,10 @@ def run_bags(args) -> None:
                                                                                random_state=seed)
             folds = [kept for kept, _ in splitter.split(X_all, y_all)]
             for algorithm, make in _algorithms(task).items():
-                def predict(model):
-                    return model.predict_proba(X_test) if task == "classification" else model.predict(X_test)
-
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    bag = [predict(make().fit(X_all[kept], y_all[kept])) for kept in folds]
-                    refit = predict(make().fit(X_all, y_all))
+                    bag = [model_prediction(make().fit(X_all[kept], y_all[kept]), X_test, task) for kept in folds]
+                    refit = model_prediction(make().fit(X_all, y_all), X_test, task)
                 preds = {"train": bag[0], "refit": refit, "blend": (bag[0] + refit) / 2,
                          "bag4": np.mean(bag, axis=0), "bag4+refit": np.mean(bag + [refit], axis=0)}
                 line = {"dataset": name, "seed": seed, "algorithm": algorithm, "task": task,
@@ -193,7 +188,7 @@ def run_ensemble(args) -> None:
                 members["bag4+refit"].append(np.mean(bag + [refit], axis=0))
                 weights.append(float(weight))
             weights = np.asarray(weights) / np.sum(weights)
-            own = model.predict_proba(X_test) if task == "classification" else model.predict(X_test)
+            own = model_prediction(model, X_test, task)
             line = {"dataset": name, "seed": seed, "task": task, "seconds": args.seconds,
                     "evaluations": len(result.history), "members": len(weights),
                     "of_members": len(result.member_indices), "estimator": _error(task, y_true, own),
@@ -249,8 +244,8 @@ def run_reselect(args) -> None:
 
             again = [obs for obs in top if len(fresh[obs.index]) == 2]
             line = {"dataset": name, "seed": seed, "task": task, "seconds": args.seconds,
-                    "evaluations": len(result.history), "estimator": _error(
-                        task, y_true, model.predict_proba(X_test) if task == "classification" else model.predict(X_test)),
+                    "evaluations": len(result.history),
+                    "estimator": _error(task, y_true, model_prediction(model, X_test, task)),
                     "all": chosen(as_candidates(ok, lambda o: o.val_pred)),
                     "top": chosen(as_candidates(top, lambda o: o.val_pred)),
                     "fresh": chosen(as_candidates(again, lambda o: fresh[o.index][0])),

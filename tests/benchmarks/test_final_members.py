@@ -57,3 +57,17 @@ def test_the_ensemble_check_scores_one_search_with_its_members_refitted_and_bagg
     assert 1 <= line["members"] <= line["of_members"] and line["evaluations"] >= line["of_members"]
     assert all(0.0 <= line[v] <= 100.0 for v in fm.ENSEMBLE_VARIANTS)
     assert line["refit"] < 30.0  # a linear target of 240 training rows: far better than chance
+
+
+@pytest.mark.timeout(300)
+def test_the_reselection_check_chooses_again_over_the_same_cross_validated_search(script, tmp_path):
+    fm = script("final_members")
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 3))
+    frame = pd.DataFrame(X, columns=list("abc")).assign(target=2.0 * X[:, 0] + 0.1 * rng.normal(size=200))
+    frame.to_csv(tmp_path / "toy.csv", index=False)
+    fm.run_reselect(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0, top=2))
+    (line,) = [json.loads(x) for x in (tmp_path / "reselect.jsonl").read_text().splitlines()]
+    assert line["task"] == "regression" and line["evaluations"] >= 1
+    assert all(np.isfinite(line[v]) and line[v] >= 0.0 for v in ("estimator",) + fm.RESELECT_VARIANTS)
+    assert line["all"] < 1.0  # the target's variance is 4: a fitted linear signal is far below it
