@@ -83,6 +83,23 @@ def _error(task: str, y_true, pred) -> float:
     return float(np.mean((np.asarray(pred, dtype=float) - y_true) ** 2))
 
 
+def _record(path: Path, line: dict) -> None:
+    """Append ``line`` to the JSON-lines file ``path`` as soon as it is measured, and show it."""
+    with open(path, "a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    print(json.dumps(line), flush=True)
+
+
+def _test_prediction(result, X, y, X_test, y_true, task, n_classes, seed, config):
+    """``config`` of ``result``'s space fitted on ``X``, ``y``: its test rows' prediction, None when it fails."""
+    from optdiv.data import Splits
+    from optdiv.evaluation.fitting import fit_predict
+
+    on = Splits(X, y, X.iloc[:2], y[:2], X_test, y_true, None)  # two validation rows: the split needs some
+    run = fit_predict(result.space.build, on, task, n_classes, seed, config)
+    return run["test_pred"] if run["ok"] else None
+
+
 def _algorithms(task: str) -> dict:
     """The strong algorithms at their libraries' defaults (one thread: the engine's evaluations)."""
     import lightgbm as lgb
@@ -124,9 +141,7 @@ def run_bags(args) -> None:
                          "bag4": np.mean(bag, axis=0), "bag4+refit": np.mean(bag + [refit], axis=0)}
                 line = {"dataset": name, "seed": seed, "algorithm": algorithm, "task": task,
                         **{k: _error(task, y_test, p) for k, p in preds.items()}}
-                with open(out, "a") as fh:
-                    fh.write(json.dumps(line) + "\n")
-                print(json.dumps(line), flush=True)
+                _record(out, line)
 
 
 def _searched(args, name, seed, cv):
@@ -152,8 +167,6 @@ def _searched(args, name, seed, cv):
 def run_ensemble(args) -> None:
     import pandas as pd
 
-    from optdiv.data import Splits
-    from optdiv.evaluation.fitting import fit_predict
     from optdiv.final.choice import weighted_prediction
 
     out = args.out / "ensemble.jsonl"
@@ -171,9 +184,8 @@ def run_ensemble(args) -> None:
             fits = [np.arange(n_train)] + [np.setdiff1d(np.arange(len(y_all)), part) for part in parts]
 
             def test_pred(config, rows):
-                on = Splits(X_all.iloc[rows], y_all[rows], X_all.iloc[:2], y_all[:2], X_test, y_true, None)
-                run = fit_predict(result.space.build, on, task, n_classes, seed, config)
-                return run["test_pred"] if run["ok"] else None
+                return _test_prediction(result, X_all.iloc[rows], y_all[rows], X_test, y_true, task, n_classes, seed,
+                                        config)
 
             members = {"refit": [], "bag4": [], "bag4+refit": []}
             weights = []
@@ -193,13 +205,11 @@ def run_ensemble(args) -> None:
                     "evaluations": len(result.history), "members": len(weights),
                     "of_members": len(result.member_indices), "estimator": _error(task, y_true, own),
                     **{k: _error(task, y_true, weighted_prediction(v, weights)) for k, v in members.items()}}
-            with open(out, "a") as fh:
-                fh.write(json.dumps(line) + "\n")
-            print(json.dumps(line), flush=True)
+            _record(out, line)
 
 
 def run_reselect(args) -> None:
-    from optdiv.data import Splits, cross_validation_view
+    from optdiv.data import cross_validation_view
     from optdiv.evaluation.fitting import fit_predict
     from optdiv.final.choice import choose_members, weighted_prediction
 
@@ -211,8 +221,6 @@ def run_reselect(args) -> None:
             view = cross_validation_view(holdout, 5, seed, task)  # the estimator's own folds
             if not np.allclose(np.asarray(view.y_val, float), np.asarray(model.validation_targets_, float)):
                 raise RuntimeError("the rebuilt folds are not the estimator's")
-            every_row = Splits(view.X_train, view.y_train, view.X_train.iloc[:2], view.y_train[:2], X_test, y_true,
-                               None)
             selection, loss = result.info["ensemble_selection"], result.info["metric"]
             ok = [obs for obs in result.history if obs.status == "ok"]
             top = sorted(ok, key=lambda obs: obs.val_loss)[:args.top]
@@ -227,8 +235,8 @@ def run_reselect(args) -> None:
 
             def test_pred(obs):
                 if obs.index not in tested:
-                    run = fit_predict(result.space.build, every_row, task, n_classes, seed, obs.config)
-                    tested[obs.index] = run["test_pred"] if run["ok"] else None
+                    tested[obs.index] = _test_prediction(result, view.X_train, view.y_train, X_test, y_true, task,
+                                                         n_classes, seed, obs.config)
                 return tested[obs.index]
 
             def chosen(candidates) -> float:
@@ -251,9 +259,7 @@ def run_reselect(args) -> None:
                     "fresh": chosen(as_candidates(again, lambda o: fresh[o.index][0])),
                     "avg2": chosen(as_candidates(again, lambda o: (o.val_pred + fresh[o.index][0]) / 2)),
                     "avg3": chosen(as_candidates(again, lambda o: (o.val_pred + sum(fresh[o.index])) / 3))}
-            with open(out, "a") as fh:
-                fh.write(json.dumps(line) + "\n")
-            print(json.dumps(line), flush=True)
+            _record(out, line)
 
 
 def _table(lines, variants, reference, key) -> list:
