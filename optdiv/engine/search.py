@@ -30,7 +30,6 @@ from optdiv.evaluation.memory import resolve_memory_limit, splits_mb
 from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.execution.factory import make_runner
 from optdiv.execution.runner import Runner
-from optdiv.final.beside import BesideRefits
 from optdiv.final.choice import FinalSettings, finalize, resolve_selection
 from optdiv.final.fit import Refitter, fit_model
 from optdiv.final.model import model_prediction
@@ -122,20 +121,12 @@ def search(
     c = prepared.config
     try:
         store.save_targets(prepared.splits.y_val)  # the targets every stored prediction is scored on, for reading back
-        ahead = None if prepared.refitter is None or prepared.all_rows is not None else prepared.refit_ahead
-        if prepared.beside:
-            prepared.refits_beside = BesideRefits(prepared.refitter, prepared.refit_seconds)
-            ahead = None  # the worker is the thread's until the search ends
-        try:
-            outcome = search_loop(
-                prepared.strategy, prepared.runner, prepared.history, y_val=prepared.splits.y_val,
-                space=prepared.space, seed=c.seed, loss=prepared.loss, budget=c.evaluations(),
-                predictor=prepared.predictor, store=store, time_left=prepared.time_left, run_left=prepared.run_left,
-                fill_in=candidates is None, constraints=prepared.constraints, progress=progress,
-                on_finished=prepared.finished, ahead=ahead)
-        finally:
-            if prepared.refits_beside is not None:
-                prepared.refits_beside.stop()
+        outcome = search_loop(
+            prepared.strategy, prepared.runner, prepared.history, y_val=prepared.splits.y_val, space=prepared.space,
+            seed=c.seed, loss=prepared.loss, budget=c.evaluations(), predictor=prepared.predictor, store=store,
+            time_left=prepared.time_left, run_left=prepared.run_left, fill_in=candidates is None,
+            constraints=prepared.constraints, progress=progress, on_finished=prepared.finished,
+            ahead=None if prepared.refitter is None or prepared.all_rows is not None else prepared.refit_ahead)
         return finish(prepared, outcome, classes, columns)
     except BaseException:  # the refit worker started with the search ends with it (fit_model ends it otherwise)
         if prepared.refitter is not None:
@@ -172,8 +163,6 @@ class PreparedSearch:
     all_rows: Optional[Splits] = None  # the splits before ``search_rows`` sampled ``splits`` from them
     threads: int = 1  # each evaluation's threads (optdiv.evaluation.threads)
     refit_threads: int = 1  # each final refit's threads: every core, as the search has ended
-    beside: bool = False  # the refit worker refits the likely final members while the search runs (its own core)
-    refits_beside: Optional[BesideRefits] = None  # the thread doing so, while the loop runs
 
     @property
     def time_left(self) -> Optional[Callable[[], float]]:
@@ -195,7 +184,11 @@ class PreparedSearch:
         if self.refitter is None:
             return False
         self.reserve.follow(done)
-        ran = self.refitter.refit_ahead(self.likely_members(done), self.refit_seconds)
+        self.reserve.seconds()  # the likely members of this history
+        members = self.final_members(done)
+        chosen = {obs.index for obs in members}
+        members += [obs for obs in self.reserve.members if obs.index not in chosen]
+        ran = self.refitter.refit_ahead(members, lambda obs: worker_refit_seconds(obs, self.reserve.rows))
         self.reserve.forget()
         return bool(ran)
 
@@ -222,20 +215,6 @@ class PreparedSearch:
         self.reserve.follow(done)
         if self.digest is not None:
             self.pipelines.prune(self.digest, done, protect=ensemble)
-        if self.refits_beside is not None:
-            self.refits_beside.want(self.likely_members(done))
-
-    def likely_members(self, done: List) -> List:
-        """The members to refit first: the final model's if the search stopped now (heaviest first), then the
-        reserve's likely members not among them."""
-        self.reserve.seconds()  # the likely members of this history
-        members = self.final_members(done)
-        chosen = {obs.index for obs in members}
-        return members + [obs for obs in self.reserve.members if obs.index not in chosen]
-
-    def refit_seconds(self, obs) -> float:
-        """``obs``'s predicted refit on train+validation in the refit worker."""
-        return worker_refit_seconds(obs, self.reserve.rows)
 
 
 #: On a row sample, the most share of the time budget kept back for refitting the members on every row: the search
@@ -305,12 +284,8 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     if evaluator is None and folds is None and sample is not None and len(splits.y_train) > sample:
         all_rows, splits = splits, row_sample_view(splits, sample, seed, task)
     rows = None if splits.y_train is None else len(splits.y_train)  # a replay's splits may hold no rows
-    at_once = c.parallel_evaluations()
-    # a core of its own refits the likely final members while the others search (optdiv.final.beside)
-    beside = (c.refit_core and c.refit and deadline is not None and evaluator is None and folds is None
-              and all_rows is None and c.scheduler is None and c.workers is None and at_once >= 2)
-    threads = 1 if beside else c.evaluation_threads(rows)  # each evaluation's threads
-    refit_threads = 1 if beside else c.refit_threads(rows)
+    threads = c.evaluation_threads(rows)  # each evaluation's threads
+    refit_threads = c.refit_threads(rows)
     pipelines = None
     if evaluator is None:
         if c.scheduler is None:  # a remote cluster's workers cannot write into this machine's folder
@@ -348,8 +323,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                                  optimizer_options=optimizer_options,
                                  time_left=None if deadline is None or not cost_aware else reserve.search_left,
                                  constraints=constraints)
-        runner = make_runner(inject_faults(evaluator, faults), c.workers, c.scheduler,
-                             at_once - 1 if beside and refitter is not None else at_once)
+        runner = make_runner(inject_faults(evaluator, faults), c.workers, c.scheduler, c.parallel_evaluations())
     except BaseException:  # e.g. no Dask for workers=N: the refit worker started above ends with the search
         if refitter is not None:
             refitter.close()
@@ -360,7 +334,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
         constraints=constraints, n_folds=n_folds, runner=runner, history=history,
         predictor=DurationPredictor(history), deadline=deadline, start=start, started=started, pipelines=pipelines,
         digest=digest, reserve=reserve, refitter=refitter, all_rows=all_rows, threads=threads,
-        refit_threads=refit_threads, beside=beside and refitter is not None)
+        refit_threads=refit_threads)
 
 
 def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> SearchResult:
@@ -394,8 +368,7 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
               **({"ensemble_selection": {"loss": p.ensemble_loss or loss, "bags": int(p.ensemble_bags)}}
                  if spec.final == "ensemble" and spec.options.get("builder", c.ensemble) == "caruana" else {}),
               **({"time_fill_ins": outcome.fill_ins} if outcome.fill_ins else {}),
-              **({"went_on_after_refits": outcome.went_on} if outcome.went_on else {}),
-              **({} if p.refits_beside is None else {"refits_beside": p.refits_beside.refits})},
+              **({"went_on_after_refits": outcome.went_on} if outcome.went_on else {})},
         stacker=choice.stacker,
         vote=choice.vote,
         pipelines=p.pipelines,

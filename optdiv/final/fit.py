@@ -324,17 +324,13 @@ class Refitter:
         """Whether the final model needs no more time for ``obs``'s refit: saved, or already failed."""
         return obs.index in self.failed or self.has(obs)
 
-    def refit_ahead(self, members: Sequence, predicted: Callable[[Any], float],
-                    give_up: Optional[Callable[[], bool]] = None) -> List[Dict]:
+    def refit_ahead(self, members: Sequence, predicted: Callable[[Any], float]) -> List[Dict]:
         """Refit now, in the order given, the ``members`` not refitted yet whose ``predicted`` refit seconds
         (corrected by the pace of the refits so far, :attr:`pace`) fit in the time left: the search runs this when
         it would otherwise stop for the final model's reserve, so a refit quicker than predicted gives its time back
-        to the search (or beside the search, optdiv.final.beside, which stops taking members once ``give_up()``).
-        What each took, as fit_model reports it."""
+        to the search. What each took, as fit_model reports it."""
         times = []
         for obs in members:
-            if give_up is not None and give_up():
-                break
             expected = predicted(obs)
             paced = self.pace.correct(obs.algorithm, expected)
             if self.done(obs) or paced > self.deadline.left() - FINISH_SECONDS:
