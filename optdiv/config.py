@@ -64,6 +64,7 @@ class RunConfig:
     search_rows: Union[int, str, None] = None  # most training rows an evaluation fits on ("auto": by the budget)
     n_jobs: Optional[int] = 1  # cores of a local search (-1: all of them), as threads of each evaluation's model
     parallel: Union[int, str] = 1  # evaluations at once on this machine ("auto": a core each under a time budget)
+    refit_ahead: bool = True  # when no evaluation fits any more, refit the likely final members before stopping
     workers: Optional[int] = None
     scheduler: Optional[str] = None
     faults: Any = None
@@ -105,6 +106,8 @@ class RunConfig:
         elif self.parallel > 1 and (self.workers is not None or self.scheduler is not None):
             raise ValueError("parallel runs evaluations side by side on this machine; with workers or scheduler "
                              "Dask does, so set one or the other")
+        if not isinstance(self.refit_ahead, bool):
+            raise ValueError(f"refit_ahead must be True or False; got {self.refit_ahead!r}")
         resolve_search_rows(self.search_rows, self.time_budget)  # a number of rows, None or "auto"
         resolve_memory_limit(self.memory_limit_mb)  # MB, None or "auto"
         if self.algorithm_share is not None and not 0 < float(self.algorithm_share) <= 1:

@@ -111,6 +111,7 @@ class _OptDivEstimator(BaseEstimator):
         search_rows=_PRODUCT.search_rows,
         n_jobs: Optional[int] = _PRODUCT.n_jobs,
         parallel=_PRODUCT.parallel,
+        refit_ahead: bool = _PRODUCT.refit_ahead,
         workers: Optional[int] = _PRODUCT.workers,
         scheduler: Optional[str] = _PRODUCT.scheduler,
         memory_limit_mb: Union[int, str, None] = _PRODUCT.memory_limit_mb,
@@ -141,6 +142,7 @@ class _OptDivEstimator(BaseEstimator):
         self.search_rows = search_rows
         self.n_jobs = n_jobs
         self.parallel = parallel
+        self.refit_ahead = refit_ahead
         self.workers = workers
         self.scheduler = scheduler
         self.memory_limit_mb = memory_limit_mb

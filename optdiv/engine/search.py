@@ -126,7 +126,8 @@ def search(
             seed=c.seed, loss=prepared.loss, budget=c.evaluations(), predictor=prepared.predictor, store=store,
             time_left=prepared.time_left, run_left=prepared.run_left, fill_in=candidates is None,
             constraints=prepared.constraints, progress=progress, on_finished=prepared.finished,
-            ahead=None if prepared.refitter is None or prepared.all_rows is not None else prepared.refit_ahead)
+            ahead=(None if prepared.refitter is None or prepared.all_rows is not None or not c.refit_ahead
+                   else prepared.refit_ahead))
         return finish(prepared, outcome, classes, columns)
     except BaseException:  # the refit worker started with the search ends with it (fit_model ends it otherwise)
         if prepared.refitter is not None:

@@ -465,6 +465,10 @@ def test_a_search_that_runs_out_of_time_refits_its_likely_members_ahead_and_the_
                      budget=100_000, time_budget=15, refit=True, seed=0, classes=[0, 1], search_rows=100)
     assert "search_rows" in sampled.info  # on a row sample the refits on every row wait for the search's end
     assert not any(t.get("ahead") for t in sampled.info["final_model"].get("refit_times", []))
+    waited = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=100_000, time_budget=15, refit=True, seed=0, classes=[0, 1], refit_ahead=False)
+    assert not any(t.get("ahead") for t in waited.info["final_model"].get("refit_times", []))  # switched off
+    assert waited.info["final_model"]["refitted"] >= 1  # the members are refitted after the search instead
 
 
 def test_time_no_prediction_fits_is_spent_on_attempts_that_the_deadline_may_stop(cls_splits):
