@@ -31,9 +31,8 @@ from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.execution.factory import make_runner
 from optdiv.execution.runner import Runner
 from optdiv.final.choice import FinalSettings, finalize, resolve_selection
-from optdiv.final.fit import WORKER_REFIT_SAFETY, Refitter, fit_model
+from optdiv.final.fit import Refitter, fit_model
 from optdiv.final.model import model_prediction
-from optdiv.final.refit_time import fold_refit_seconds
 from optdiv.final.reserve import FinishReserve, worker_refit_seconds
 from optdiv.spaces import SearchSpace, get_space
 from optdiv.spaces.portfolio import is_auto_portfolio, resolve_portfolio
@@ -190,11 +189,7 @@ class PreparedSearch:
         members = self.final_members(done)
         chosen = {obs.index for obs in members}
         members += [obs for obs in self.reserve.members if obs.index not in chosen]
-        if self.n_folds is None:
-            ran = self.refitter.refit_ahead(members, lambda obs: worker_refit_seconds(obs, self.reserve.rows))
-        else:  # one fit on all the rows of a k-fold evaluation
-            ran = self.refitter.refit_ahead(members, lambda obs: WORKER_REFIT_SAFETY * fold_refit_seconds(
-                obs.algorithm, obs.fit_seconds, self.n_folds))
+        ran = self.refitter.refit_ahead(members, lambda obs: worker_refit_seconds(obs, self.reserve.rows))
         self.reserve.forget()
         return bool(ran)
 
@@ -307,17 +302,12 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     history = store.load()
     refitter = None  # the final refits' worker, started now so its start-up runs beside the search
     refit_rows = splits if all_rows is None else all_rows  # the rows the final members are refitted on
-    # cross-validation without fold bags saves no member: each final member must be refitted on all the rows
-    # (the cross-validation view's X_train), and the worker lets those refits run ahead like the optional ones
-    cv_refits = c.refit and folds is not None and digest is None
-    if deadline is not None and pipelines is not None and (cv_refits or (c.refit and folds is None
-                                                                         and digest is not None)):
+    if c.refit and deadline is not None and pipelines is not None and folds is None and digest is not None:
         import pandas as pd
 
-        X_all, y_all = ((refit_rows.X_train, refit_rows.y_train) if cv_refits else
-                        (pd.concat([refit_rows.X_train, refit_rows.X_val], axis=0),
-                         np.concatenate([refit_rows.y_train, refit_rows.y_val])))
-        refitter = Refitter(space, X_all, y_all, task, n_classes, seed, pipelines, deadline, threads=refit_threads)
+        refitter = Refitter(space, pd.concat([refit_rows.X_train, refit_rows.X_val], axis=0),
+                            np.concatenate([refit_rows.y_train, refit_rows.y_val]), task, n_classes, seed, pipelines,
+                            deadline, threads=refit_threads)
     refit_from_to = (3, 4)  # rows fitted on, rows refitted on: train, train+validation (a replay may hold none)
     if refit_rows.y_train is not None and refit_rows.y_val is not None and splits.y_train is not None:
         refit_from_to = (max(len(splits.y_train), 1), len(refit_rows.y_train) + len(refit_rows.y_val))
@@ -326,7 +316,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                             rows=refit_from_to,
                             refits_cap=(None if all_rows is None or time_budget is None
                                         else SAMPLE_REFITS_SHARE * time_budget),
-                            refitted=None if refitter is None else refitter.has if cv_refits else refitter.done,
+                            refitted=None if refitter is None else refitter.done,
                             pace=None if refitter is None else refitter.pace)
     try:
         # cost-aware suggestion weighs candidates by the search's time left; ADMM weighs the constraints themselves

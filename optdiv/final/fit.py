@@ -69,8 +69,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     heaviest members left are grown on the rows their refits fit in instead (:data:`GROW_SHARE`). The others (and
     one whose refit is stopped or fails) stay fitted on train, and ``result.info["final_model"]`` says how many.
     Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing; a
-    member without a saved fold bag must be refitted there (or is read back from the search's refit worker, which
-    refitted it when the search would otherwise have stopped), so under a deadline the lightest such members whose
+    member without a saved fold bag must be refitted there, so under a deadline the lightest such members whose
     refits are predicted not to fit are left out (the heaviest always stays) and the others' weights rescaled to
     the same total: ``result.member_indices`` and ``result.weights`` then describe the model as built, and the
     final-model report says what was left out.
@@ -84,14 +83,9 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     report = {"rows": "train+validation" if cross_validated else "train"}
     saved = result.pipelines
     digest = None if saved is None else splits_digest(X, y, folds)
-    # cross-validation: members refitted on all the rows during the search (in the search's refit worker) are read
-    # back, the others refitted here
-    refitted_ahead = set() if not cross_validated or result.refitter is None else {
-        i for i in result.member_indices if result.refitter.has(result.history[i])}
     if cross_validated and deadline is not None and result.stacker is None:
         bagged = {i for i in result.member_indices if digest is not None and saved.has(digest, result.history[i].index)}
-        drop_members_that_do_not_fit(result, splits, deadline.left() - FINISH_SECONDS, report,
-                                     bagged | refitted_ahead)
+        drop_members_that_do_not_fit(result, splits, deadline.left() - FINISH_SECONDS, report, bagged)
     on_all, refitter, ready = set(), None, set()  # positions in member_indices to refit on train+validation, and
     # where; history positions of the members refitted during the search (or whose refit failed there)
     if refit and not cross_validated:
@@ -126,8 +120,6 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         grown = {}  # position -> (pipeline or None, rows): members of a row-sampled search fitted on more rows
         if refitter is not None and refitter.ahead_times:
             report["refit_times"] = list(refitter.ahead_times)  # every refit run ahead, member or not any more
-        elif refitted_ahead and result.refitter.ahead_times:
-            report["refit_times"] = list(result.refitter.ahead_times)
         if refit and not cross_validated and deadline is not None and (refitter is not None or not in_worker):
             later = [p for p in by_weight if p not in on_all]
         # the later members' predictions follow what the refits so far took, those run ahead included
@@ -256,10 +248,6 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                     pipe = None if digest is None else saved.load(digest, obs.index)
                 else:
                     source = "refitted"
-            if pipe is None and i in refitted_ahead:
-                pipe, source = result.refitter.fit(obs)[0], "refitted"
-                if pipe is not None:
-                    ahead.append(obs.index)
             if pipe is None:  # not saved (cross-validation, an older run), or its refit on all rows failed
                 pipe, error = _fitted(space, obs.config, X, y, seed, task, threads, kept_rounds(obs.measures))
                 source = "refitted"
@@ -274,8 +262,6 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         for worker in {id(r): r for r in (refitter, result.refitter) if r is not None}.values():
             worker.close()
         result.refitter = None
-    if cross_validated and ahead:
-        report["refitted_ahead"] = len(ahead)
     if failed:
         leave_out_failed_members(result, failed, report)
     report["loaded"] = sum(member["source"] == "saved" for member in info)

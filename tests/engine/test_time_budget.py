@@ -19,7 +19,7 @@ from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.interface import EvaluatorInterface
 from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
 from optdiv.evaluation.worker import KILL_GRACE
-from optdiv.final.fit import REFIT_SAFETY, fit_model
+from optdiv.final.fit import fit_model
 from optdiv.sklearn import OptDivClassifier
 from optdiv.storage.files import RunStore
 
@@ -469,38 +469,6 @@ def test_a_search_that_runs_out_of_time_refits_its_likely_members_ahead_and_the_
                     budget=100_000, time_budget=15, refit=True, seed=0, classes=[0, 1], refit_ahead=False)
     assert not any(t.get("ahead") for t in waited.info["final_model"].get("refit_times", []))  # switched off
     assert waited.info["final_model"]["refitted"] >= 1  # the members are refitted after the search instead
-
-
-def test_a_cross_validated_search_refits_its_members_on_all_rows_ahead_and_keeps_no_time_for_them(cls_splits,
-                                                                                                    monkeypatch):
-    """Cross-validation without fold bags saves no member, so each final member must be refitted on all the rows:
-    the search's refit worker does that when the search would stop, the reserve then keeps nothing for them, and
-    the final model reads them back instead of refitting them in its own process."""
-    import optdiv.engine.loop as loop
-    from optdiv.final.refit_time import fold_refit_seconds
-    from optdiv.final.reserve import finish_reserve
-
-    monkeypatch.setattr(loop, "least_duration", lambda space, predictor: 0.5)
-    result = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
-                    budget=100_000, time_budget=15, cv=3, refit=True, seed=0, classes=[0, 1])
-    final = result.info["final_model"]
-    ahead = [t for t in final.get("refit_times", []) if t.get("ahead")]
-    assert ahead and all(t["ok"] for t in ahead)
-    kept = {result.history[i].index for i in result.member_indices}
-    assert final["refitted_ahead"] == len({t["index"] for t in ahead} & kept) >= 1
-    assert final["rows"] == "train+validation" and result.total_seconds < 15 + 2
-    waited = search(cls_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
-                    budget=100_000, time_budget=15, cv=3, refit=True, seed=0, classes=[0, 1],
-                    refit_ahead=False)
-    assert "refitted_ahead" not in waited.info["final_model"]  # switched off: every member refitted at the end
-
-    members = [result.history[i] for i in result.member_indices][:2]
-    for obs in members:
-        obs.fit_seconds = 3.0
-    each = REFIT_SAFETY * fold_refit_seconds(members[0].algorithm, 3.0, 3)
-    assert finish_reserve(members, None, None, False, 3) == pytest.approx(FINISH_SECONDS + 2 * each)
-    assert finish_reserve(members, None, None, False, 3, refitted=lambda obs: obs is members[0]) == pytest.approx(
-        FINISH_SECONDS + each)  # a member refitted ahead needs no more time
 
 
 def test_time_no_prediction_fits_is_spent_on_attempts_that_the_deadline_may_stop(cls_splits):
