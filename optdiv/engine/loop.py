@@ -49,7 +49,8 @@ That cap (``run_left``) may reach past the search's own end into the part of the
 optional (refits on more rows), so an evaluation that runs longer than predicted still counts instead of being
 thrown away with the time it ran.
 When nothing fits any more, ``ahead`` (the engine's refits of the likely final members) may first do part of the final
-model's work; when that gives time back (the reserve was larger than the work), the search goes on.
+model's work; when that gives time back (the reserve was larger than the work), the search goes on, also after an
+evaluation was cut at the deadline.
 An evaluation cut at the deadline (:data:`~optdiv.evaluation.observation.DEADLINE`) is not recorded: it stays issued
 without a result, so a resumed run evaluates it again. Evaluations still running :data:`GIVE_UP_SECONDS` past
 the search's end are cancelled.
@@ -123,7 +124,7 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
     if missing:
         raise ValueError(f"run {store.location}: evaluations {missing[:10]} were neither issued "
                          f"nor recorded; the run directory is damaged")
-    state = {"stopped": None, "last_seconds": 0.0, "ensemble": [], "ahead": 0}
+    state = {"stopped": None, "last_seconds": 0.0, "ensemble": [], "ahead": 0, "cut": False}
     stats = {"requeued": [], "lost": [], "reissued": list(reissue)}
     suggested: Dict[int, float] = {}
     running: Dict[int, dict] = {}  # index -> configuration, of every evaluation submitted and not yet ended
@@ -145,9 +146,11 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
             return False
         if time_left is not None and not fits():
             if ahead is None or not ahead(done) or not fits():
-                state["stopped"] = "time budget: no evaluation fits in the time left"
+                state["stopped"] = ("time budget: the last evaluation was stopped at the deadline and discarded"
+                                    if state["cut"] else "time budget: no evaluation fits in the time left")
                 return False
             state["ahead"] += 1
+        state["cut"] = False  # the search goes on: a later stop is for its own reason
         return True
 
     def fits() -> bool:
@@ -156,8 +159,11 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
     def record(obs: Observation, seconds: float) -> None:
         predictor.observe(obs.algorithm, seconds)
         if obs.status == DEADLINE:  # the run's time ran out, not the configuration's: nothing to learn, and it
-            # stays issued without a result, so a resumed run evaluates it again
-            state["stopped"] = "time budget: the last evaluation was stopped at the deadline and discarded"
+            # stays issued without a result, so a resumed run evaluates it again; the search ends unless refits
+            # run ahead give time back (may_issue)
+            state["cut"] = True
+            if time_left is None:
+                state["stopped"] = "time budget: the last evaluation was stopped at the deadline and discarded"
             return
         obs = enforce(obs, constraints)
         if obs.recorded_at is None:  # for progress against wall time (optdiv.show.view); no search reads it

@@ -17,6 +17,7 @@ from optdiv.spaces.base import SearchSpace
 
 if TYPE_CHECKING:  # the refit worker a search starts; optdiv.final.fit imports this module's result for its hints
     from optdiv.final.fit import Refitter
+    from optdiv.final.fold_refits import FoldRefits
 
 
 @dataclass
@@ -40,6 +41,7 @@ class SearchResult:
     pipelines: Optional[SavedPipelines] = None  # the evaluator's saved fits, which fit_model loads
     deadline: Optional[Deadline] = None  # when the whole call must end (fit_model keeps to it too)
     refitter: Optional[Refitter] = None  # the worker started during the search for fit_model's refits
+    fold_refits: Optional[FoldRefits] = None  # cross-validated members refitted on all rows during the search
     fitted_on: Optional[Splits] = None  # the row sample the search fitted its members on (search_rows), if any
 
 

@@ -15,7 +15,7 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
-from optdiv.budget import Deadline, DurationPredictor, deadline_for, resolve_time_limit
+from optdiv.budget import FINISH_SECONDS, Deadline, DurationPredictor, deadline_for, resolve_time_limit
 from optdiv.config import RunConfig
 from optdiv.core.metric_vocabulary import resolve
 from optdiv.core.metrics import mean_loss
@@ -32,6 +32,7 @@ from optdiv.execution.factory import make_runner
 from optdiv.execution.runner import Runner
 from optdiv.final.choice import FinalSettings, finalize, resolve_selection
 from optdiv.final.fit import Refitter, fit_model
+from optdiv.final.fold_refits import FoldRefits
 from optdiv.final.model import model_prediction
 from optdiv.final.reserve import FinishReserve, worker_refit_seconds
 from optdiv.spaces import SearchSpace, get_space
@@ -126,8 +127,8 @@ def search(
             seed=c.seed, loss=prepared.loss, budget=c.evaluations(), predictor=prepared.predictor, store=store,
             time_left=prepared.time_left, run_left=prepared.run_left, fill_in=candidates is None,
             constraints=prepared.constraints, progress=progress, on_finished=prepared.finished,
-            ahead=(None if prepared.refitter is None or prepared.all_rows is not None or not c.refit_ahead
-                   else prepared.refit_ahead))
+            ahead=(None if (prepared.refitter is None and prepared.fold_refits is None)
+                   or prepared.all_rows is not None or not c.refit_ahead else prepared.refit_ahead))
         return finish(prepared, outcome, classes, columns)
     except BaseException:  # the refit worker started with the search ends with it (fit_model ends it otherwise)
         if prepared.refitter is not None:
@@ -161,6 +162,7 @@ class PreparedSearch:
     digest: Optional[str]  # None: nothing is saved (cross-validation without fold bags, a replay)
     reserve: FinishReserve
     refitter: Optional[Refitter] = None  # started now, so the final refits need not wait for a worker
+    fold_refits: Optional[FoldRefits] = None  # cross-validation without fold bags: members refitted ahead, in memory
     all_rows: Optional[Splits] = None  # the splits before ``search_rows`` sampled ``splits`` from them
     threads: int = 1  # each evaluation's threads (optdiv.evaluation.threads)
     refit_threads: int = 1  # each final refit's threads: every core, as the search has ended
@@ -181,15 +183,19 @@ class PreparedSearch:
         hold if the search stopped here (heaviest first), then the reserve's likely members, those not refitted yet,
         each while its predicted refit fits; the final model's reserve shrinks to what is still to do, and the time
         a refit quicker than predicted saves goes back to the search. True when a refit ran (the loop then checks
-        the time left again)."""
-        if self.refitter is None:
+        the time left again). Under cross-validation without fold bags the same members are refitted on all rows
+        in this process instead (:class:`~optdiv.final.fold_refits.FoldRefits`)."""
+        if self.refitter is None and self.fold_refits is None:
             return False
         self.reserve.follow(done)
         self.reserve.seconds()  # the likely members of this history
         members = self.final_members(done)
         chosen = {obs.index for obs in members}
         members += [obs for obs in self.reserve.members if obs.index not in chosen]
-        ran = self.refitter.refit_ahead(members, lambda obs: worker_refit_seconds(obs, self.reserve.rows))
+        if self.fold_refits is not None:
+            ran = self.fold_refits.refit_ahead(members, lambda: self.deadline.left() - FINISH_SECONDS)
+        else:
+            ran = self.refitter.refit_ahead(members, lambda obs: worker_refit_seconds(obs, self.reserve.rows))
         self.reserve.forget()
         return bool(ran)
 
@@ -308,6 +314,9 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
         refitter = Refitter(space, pd.concat([refit_rows.X_train, refit_rows.X_val], axis=0),
                             np.concatenate([refit_rows.y_train, refit_rows.y_val]), task, n_classes, seed, pipelines,
                             deadline, threads=refit_threads)
+    fold_refits = None  # cross-validation saves no member without fold bags: all-row refits can run ahead
+    if folds is not None and digest is None and deadline is not None and all_rows is None and c.refit_ahead:
+        fold_refits = FoldRefits(space, splits.X_train, splits.y_train, task, seed, n_folds, threads=threads)
     refit_from_to = (3, 4)  # rows fitted on, rows refitted on: train, train+validation (a replay may hold none)
     if refit_rows.y_train is not None and refit_rows.y_val is not None and splits.y_train is not None:
         refit_from_to = (max(len(splits.y_train), 1), len(refit_rows.y_train) + len(refit_rows.y_val))
@@ -316,7 +325,8 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                             rows=refit_from_to,
                             refits_cap=(None if all_rows is None or time_budget is None
                                         else SAMPLE_REFITS_SHARE * time_budget),
-                            refitted=None if refitter is None else refitter.done,
+                            refitted=(fold_refits.has if fold_refits is not None
+                                      else None if refitter is None else refitter.done),
                             pace=None if refitter is None else refitter.pace)
     try:
         # cost-aware suggestion weighs candidates by the search's time left; ADMM weighs the constraints themselves
@@ -334,7 +344,8 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
         strategy=strategy, space=space, loss=loss, ensemble_loss=ensemble_loss, ensemble_bags=ensemble_bags,
         constraints=constraints, n_folds=n_folds, runner=runner, history=history,
         predictor=DurationPredictor(history), deadline=deadline, start=start, started=started, pipelines=pipelines,
-        digest=digest, reserve=reserve, refitter=refitter, all_rows=all_rows, threads=threads,
+        digest=digest, reserve=reserve, refitter=refitter, fold_refits=fold_refits, all_rows=all_rows,
+        threads=threads,
         refit_threads=refit_threads)
 
 
@@ -375,6 +386,7 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
         pipelines=p.pipelines,
         deadline=p.deadline,
         refitter=p.refitter,
+        fold_refits=p.fold_refits,
         fitted_on=None if p.all_rows is None else splits,
     )
     if p.all_rows is not None:

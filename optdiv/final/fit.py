@@ -69,7 +69,8 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     heaviest members left are grown on the rows their refits fit in instead (:data:`GROW_SHARE`). The others (and
     one whose refit is stopped or fails) stay fitted on train, and ``result.info["final_model"]`` says how many.
     Cross-validation splits' ``X_train`` already holds the train+validation rows, so ``refit`` adds nothing; a
-    member without a saved fold bag must be refitted there, so under a deadline the lightest such members whose
+    member without a saved fold bag must be refitted there (or is taken as the search refitted it ahead,
+    ``result.fold_refits``), so under a deadline the lightest such members whose
     refits are predicted not to fit are left out (the heaviest always stays) and the others' weights rescaled to
     the same total: ``result.member_indices`` and ``result.weights`` then describe the model as built, and the
     final-model report says what was left out.
@@ -83,9 +84,12 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
     report = {"rows": "train+validation" if cross_validated else "train"}
     saved = result.pipelines
     digest = None if saved is None else splits_digest(X, y, folds)
+    # cross-validation: members the search refitted on all rows ahead of this step (optdiv.final.fold_refits)
+    fold_ahead = {} if not cross_validated or result.fold_refits is None else result.fold_refits.pipelines
     if cross_validated and deadline is not None and result.stacker is None:
-        bagged = {i for i in result.member_indices if digest is not None and saved.has(digest, result.history[i].index)}
-        drop_members_that_do_not_fit(result, splits, deadline.left() - FINISH_SECONDS, report, bagged)
+        ready = {i for i in result.member_indices if result.history[i].index in fold_ahead or (
+            digest is not None and saved.has(digest, result.history[i].index))}  # fold bags, or refitted ahead
+        drop_members_that_do_not_fit(result, splits, deadline.left() - FINISH_SECONDS, report, ready)
     on_all, refitter, ready = set(), None, set()  # positions in member_indices to refit on train+validation, and
     # where; history positions of the members refitted during the search (or whose refit failed there)
     if refit and not cross_validated:
@@ -120,6 +124,8 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         grown = {}  # position -> (pipeline or None, rows): members of a row-sampled search fitted on more rows
         if refitter is not None and refitter.ahead_times:
             report["refit_times"] = list(refitter.ahead_times)  # every refit run ahead, member or not any more
+        elif cross_validated and result.fold_refits is not None and result.fold_refits.times:
+            report["refit_times"] = list(result.fold_refits.times)
         if refit and not cross_validated and deadline is not None and (refitter is not None or not in_worker):
             later = [p for p in by_weight if p not in on_all]
         # the later members' predictions follow what the refits so far took, those run ahead included
@@ -248,6 +254,9 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                     pipe = None if digest is None else saved.load(digest, obs.index)
                 else:
                     source = "refitted"
+            if pipe is None and obs.index in fold_ahead:
+                pipe, source = fold_ahead[obs.index], "refitted"
+                ahead.append(obs.index)
             if pipe is None:  # not saved (cross-validation, an older run), or its refit on all rows failed
                 pipe, error = _fitted(space, obs.config, X, y, seed, task, threads, kept_rounds(obs.measures))
                 source = "refitted"
@@ -262,6 +271,9 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
         for worker in {id(r): r for r in (refitter, result.refitter) if r is not None}.values():
             worker.close()
         result.refitter = None
+        result.fold_refits = None  # the members it held are in the model now (or no longer members)
+    if cross_validated and ahead:
+        report["refitted_ahead"] = len(ahead)
     if failed:
         leave_out_failed_members(result, failed, report)
     report["loaded"] = sum(member["source"] == "saved" for member in info)

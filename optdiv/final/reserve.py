@@ -81,9 +81,9 @@ def finish_reserve(members: Sequence, pipelines: Optional[SavedPipelines], diges
     if digest is not None and pipelines is not None:
         reserve += 2 * pipelines.bytes_of(digest, [obs.index for obs in members]) / LOAD_BYTES_PER_SECOND
     if n_folds is not None:
-        if digest is None:
+        if digest is None:  # refitted in the final step's own process, unless ``refitted`` ahead of it
             reserve += REFIT_SAFETY * sum(fold_refit_seconds(obs.algorithm, obs.fit_seconds, n_folds)
-                                          for obs in members)
+                                          for obs in members if refitted is None or not refitted(obs))
     elif refit:
         each = [worker_refit_seconds(obs, rows) if pace is None
                 else pace.correct(obs.algorithm, worker_refit_seconds(obs, rows))

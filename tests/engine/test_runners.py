@@ -212,6 +212,50 @@ def test_when_nothing_fits_the_loop_lets_the_final_models_work_run_ahead_and_goe
     assert not result.history and result.went_on == 0 and clock["ahead"] == [1, 2, 0]
 
 
+def test_an_evaluation_cut_at_the_deadline_lets_the_final_models_work_run_ahead_before_the_search_ends():
+    from optdiv.evaluation.observation import DEADLINE, WORST_LOSS
+
+    space = tiny_space("classification")
+    predictor = DurationPredictor()
+    predictor.observe("tree", 1.0)
+    predictor.observe("linear", 1.0)
+    clock = {"left": 4.0, "ahead": 0, "cut": False}
+
+    def ahead(done):  # the refits run ahead give 10 s back once
+        clock["ahead"] += 1
+        if clock["ahead"] > 1:
+            return False
+        clock["left"] = 10.0
+        return True
+
+    def run_one():  # the first evaluation runs to the deadline and is cut; the others take 3 s each
+        ended = FakeRunner.wait(runner)
+        if not clock["cut"]:
+            clock["left"], clock["cut"] = 0.0, True
+            return [Done(d.index, d.config, Observation(dict(d.config), DEADLINE, WORST_LOSS["error"], index=d.index,
+                                                        algorithm=algorithm_of(d.config), fit_seconds=4.0),
+                         4.0) for d in ended]
+        clock["left"] -= 3.0
+        return [Done(d.index, d.config, d.observation, 3.0) for d in ended]
+
+    runner = FakeRunner(capacity=1)
+    runner.wait = lambda give_up=None: run_one()
+    strategy = make_strategy(get_method("rs"), space, "error", seed=2, budget=20)
+    result = search_loop(strategy, runner, [], y_val=Y_VAL, space=space, seed=2, loss="error", budget=20,
+                         predictor=predictor, store=MemoryStore(), time_left=lambda: clock["left"], ahead=ahead)
+    assert len(runner.submitted) == 4 and len(result.history) == 3  # the cut one is not recorded; 10 s bought 3
+    assert result.went_on == 1 and clock["ahead"] == 2
+    assert result.stopped == "time budget: no evaluation fits in the time left"  # after going on, its own reason
+    clock.update(left=4.0, ahead=1, cut=False)  # nothing to run ahead: the search ends at the cut, as it always did
+    runner = FakeRunner(capacity=1)
+    runner.wait = lambda give_up=None: run_one()
+    strategy = make_strategy(get_method("rs"), space, "error", seed=2, budget=20)
+    result = search_loop(strategy, runner, [], y_val=Y_VAL, space=space, seed=2, loss="error", budget=20,
+                         predictor=predictor, store=MemoryStore(), time_left=lambda: clock["left"], ahead=ahead)
+    assert len(runner.submitted) == 1 and not result.history and result.went_on == 0
+    assert result.stopped == "time budget: the last evaluation was stopped at the deadline and discarded"
+
+
 def test_a_store_with_an_index_neither_issued_nor_recorded_is_refused(tmp_path):
     store = RunStore(tmp_path / "run")
     first, _ = _loop(FakeRunner(), store, budget=3)

@@ -471,6 +471,70 @@ def test_a_search_that_runs_out_of_time_refits_its_likely_members_ahead_and_the_
     assert waited.info["final_model"]["refitted"] >= 1  # the members are refitted after the search instead
 
 
+def test_cross_validated_members_refitted_ahead_leave_the_reserve_and_the_final_model_takes_them(cls_splits):
+    from optdiv.data import cross_validation_view
+    from optdiv.final.fit import REFIT_SAFETY
+    from optdiv.final.fold_refits import FOLD_REFITS_AHEAD_SECONDS, FoldRefits
+    from optdiv.final.reserve import finish_reserve
+
+    cv_splits = cross_validation_view(cls_splits, 3, 0, "classification")
+    result = search(cv_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=12, seed=2)
+    members = [result.history[i] for i in result.member_indices]
+    assert len(members) >= 2
+    refits = FoldRefits(result.space, cv_splits.X_train, cv_splits.y_train, "classification", 2, 3)
+    tiny_space.FITS["count"] = 0
+    assert not refits.refit_ahead(members, lambda: 600.0)  # milliseconds to do: not worth running ahead
+    assert tiny_space.FITS["count"] == 0 and not refits.pipelines
+    for obs in members:  # 3 folds in 6 s: one 3 s refit on all rows each, 4.5 s with the safety factor
+        obs.fit_seconds = 6.0
+    assert refits.predicted(members[0]) == pytest.approx(3.0 * REFIT_SAFETY)
+    assert 3.0 * REFIT_SAFETY < FOLD_REFITS_AHEAD_SECONDS  # one alone is not worth it, two are
+    full = finish_reserve(members, None, None, True, 3)
+    assert full == pytest.approx(FINISH_SECONDS + 4.5 * len(members))
+    first, rest = members[0], members[1:]
+    assert refits.refit_ahead([first] + rest, lambda: 5.0)  # 4.5 s each: every one fits 5 s on its own
+    assert tiny_space.FITS["count"] == len(members) and all(refits.has(obs) for obs in members)
+    assert [t["index"] for t in refits.times] == [obs.index for obs in members] and refits.times[0]["ahead"]
+    assert finish_reserve(members, None, None, True, 3, refitted=refits.has) == pytest.approx(FINISH_SECONDS)
+    assert not refits.refit_ahead(members, lambda: 600.0)  # never twice
+    assert not refits.refit_ahead(rest, lambda: 600.0) and not refits.has(first)  # no longer a member: dropped
+    first.fit_seconds = 12.0  # alone, a 9 s refit: worth running ahead again
+    assert refits.refit_ahead(members, lambda: 600.0) and refits.has(first)
+    before = tiny_space.FITS["count"]
+    result.fold_refits = refits
+    model = fit_model(result, result.space, cv_splits, "classification", [0, 1], None, 2,
+                      deadline=Deadline(time.perf_counter() + FINISH_SECONDS + 1.0))  # too little for one refit
+    final = result.info["final_model"]
+    assert tiny_space.FITS["count"] == before  # taken as refitted ahead, none refitted again, none left out
+    assert final["refitted_ahead"] == len(members) == len(model.members) and "members_dropped" not in final
+    assert final["rows"] == "train+validation" and len(final["refit_times"]) == len(members) + 1
+    assert result.fold_refits is None  # handed over to the model
+
+
+def test_a_cross_validated_search_that_runs_out_of_time_refits_its_members_ahead(cls_splits, monkeypatch):
+    import optdiv.engine.loop as loop
+    import optdiv.final.fold_refits as fold_refits
+    from optdiv.data import cross_validation_view
+
+    # the tiny trees fit in milliseconds: predict half a second for each evaluation, and run any refit ahead
+    monkeypatch.setattr(loop, "least_duration", lambda space, predictor: 0.5)
+    monkeypatch.setattr(fold_refits, "FOLD_REFITS_AHEAD_SECONDS", 0.0)
+    cv_splits = cross_validation_view(cls_splits, 3, 0, "classification")
+    result = search(cv_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=100_000, time_budget=10, refit=True, seed=0, classes=[0, 1])
+    final = result.info["final_model"]
+    ahead = [t for t in final.get("refit_times", []) if t.get("ahead")]
+    assert ahead and all(t["ok"] for t in ahead)  # run when the time left stopped the search, before its end
+    kept = {result.history[i].index for i in result.member_indices}
+    assert 1 <= final["refitted_ahead"] <= len(kept & {t["index"] for t in ahead})  # taken, not refitted again
+    assert final["refitted"] == len(result.member_indices) and final["rows"] == "train+validation"
+    assert result.total_seconds < 10 + 2
+    waited = search(cv_splits, "classification", n_classes=2, method="rs-es", space=timed_space(with_slow=False),
+                    budget=100_000, time_budget=10, refit=True, seed=0, classes=[0, 1], refit_ahead=False)
+    assert "refitted_ahead" not in waited.info["final_model"] and waited.info["final_model"]["refitted"] >= 1
+
+
 def test_time_no_prediction_fits_is_spent_on_attempts_that_the_deadline_may_stop(cls_splits):
     """When no member's predicted refit fits the time left, the one likeliest to end (the shortest prediction) is
     attempted if that prediction is within ATTEMPT_REACH times the time left: one stopped at the deadline keeps its
