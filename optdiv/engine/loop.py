@@ -50,7 +50,7 @@ optional (refits on more rows), so an evaluation that runs longer than predicted
 thrown away with the time it ran.
 When nothing fits any more, ``ahead`` (the engine's refits of the likely final members) may first do part of the final
 model's work; when that gives time back (the reserve was larger than the work), the search goes on, also after an
-evaluation was cut at the deadline.
+evaluation was cut at the deadline or when the next suggestion does not fit the time left.
 An evaluation cut at the deadline (:data:`~optdiv.evaluation.observation.DEADLINE`) is not recorded: it stays issued
 without a result, so a resumed run evaluates it again. Evaluations still running :data:`GIVE_UP_SECONDS` past
 the search's end are cancelled.
@@ -224,6 +224,9 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
                         else:
                             config = None
                     if left <= 0 or config is None:
+                        if ahead is not None and ahead(done) and time_left() > left:
+                            state["ahead"] += 1  # the refits run ahead gave time back: suggest again
+                            continue
                         name = algorithm_of(suggestion.config) or "unknown"
                         state["stopped"] = (f"time budget: the next evaluation ({name}) would not fit in the "
                                             f"{max(left, 0.0):.1f} s left")

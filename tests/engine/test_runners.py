@@ -256,6 +256,45 @@ def test_an_evaluation_cut_at_the_deadline_lets_the_final_models_work_run_ahead_
     assert result.stopped == "time budget: the last evaluation was stopped at the deadline and discarded"
 
 
+def test_a_suggestion_that_would_not_fit_lets_the_final_models_work_run_ahead_before_the_search_ends(monkeypatch):
+    import optdiv.engine.loop as loop
+
+    monkeypatch.setattr(loop, "least_duration", lambda space, predictor: 1.0)  # something quick would fit...
+    space = tiny_space("classification")
+    predictor = DurationPredictor()
+    predictor.observe("tree", 5.0)  # ...but every suggestion is predicted at 5 s, and nothing fills in
+    predictor.observe("linear", 5.0)
+    clock = {"left": 3.0, "ahead": 0}
+
+    def ahead(done):  # the refits run ahead give 12 s back once
+        clock["ahead"] += 1
+        if clock["ahead"] > 1:
+            return False
+        clock["left"] = 12.0
+        return True
+
+    def run_one():
+        clock["left"] -= 5.0
+        return [Done(d.index, d.config, d.observation, 5.0) for d in FakeRunner.wait(runner)]
+
+    def loop_with(refits):
+        strategy = make_strategy(get_method("rs"), space, "error", seed=2, budget=20)
+        return search_loop(strategy, runner, [], y_val=Y_VAL, space=space, seed=2, loss="error", budget=20,
+                           predictor=predictor, store=MemoryStore(), time_left=lambda: clock["left"], ahead=refits,
+                           fill_in=False)
+
+    runner = FakeRunner(capacity=1)
+    runner.wait = lambda give_up=None: run_one()
+    result = loop_with(ahead)
+    assert len(result.history) == 2 and result.went_on == 1 and clock["ahead"] == 2  # 12 s bought two of 5 s
+    assert result.stopped.startswith("time budget: the next evaluation") and result.stopped.endswith(
+        "would not fit in the 2.0 s left")  # then nothing was left to run ahead
+    clock["left"] = 3.0
+    runner = FakeRunner(capacity=1)
+    result = loop_with(None)
+    assert not result.history and not runner.submitted and "would not fit in the 3.0 s left" in result.stopped
+
+
 def test_a_store_with_an_index_neither_issued_nor_recorded_is_refused(tmp_path):
     store = RunStore(tmp_path / "run")
     first, _ = _loop(FakeRunner(), store, budget=3)
