@@ -152,7 +152,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             paced, refit_began = pace.correct(obs.algorithm, expected), time.perf_counter()
             if rows is None:
                 refits[position] = (refitter.fit(obs) if refitter is not None
-                                    else _fitted(space, obs.config, X_all, y_all, seed, task, threads, rounds))
+                                    else fit_pipeline(space, obs.config, X_all, y_all, seed, task, threads, rounds))
                 pipe = refits[position][0]
             else:
                 pipe, error = refitter.fit_rows(obs, rows)
@@ -258,7 +258,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                 pipe, source = fold_ahead[obs.index], "refitted"
                 ahead.append(obs.index)
             if pipe is None:  # not saved (cross-validation, an older run), or its refit on all rows failed
-                pipe, error = _fitted(space, obs.config, X, y, seed, task, threads, kept_rounds(obs.measures))
+                pipe, error = fit_pipeline(space, obs.config, X, y, seed, task, threads, kept_rounds(obs.measures))
                 source = "refitted"
                 if pipe is None:
                     failed.append((position, i, error))
@@ -370,7 +370,7 @@ class Refitter:
         self.evaluator.close()
 
 
-def _fitted(space, config, X, y, seed, task, threads: int = 1, rounds: Optional[int] = None):
+def fit_pipeline(space, config, X, y, seed, task, threads: int = 1, rounds: Optional[int] = None):
     """(the pipeline of ``config`` fitted on X, y, None) or (None, the error) when the fit raises; ``rounds``: those
     its evaluation kept (optdiv.evaluation.anytime)."""
     pipe = build_pipeline(with_threads(space.build, threads), config, X, seed, task, rounds)

@@ -14,7 +14,7 @@ import time
 from typing import Callable, Dict, List, Sequence
 
 from optdiv.evaluation.anytime import kept_rounds
-from optdiv.final.fit import REFIT_SAFETY, _fitted
+from optdiv.final.fit import REFIT_SAFETY, fit_pipeline
 from optdiv.final.refit_time import fold_refit_seconds
 
 #: The members' refits are run ahead only when those still to do are predicted (safety included) to take at least
@@ -59,7 +59,7 @@ class FoldRefits:
             if expected > left():
                 continue
             began = time.perf_counter()
-            pipe, error = _fitted(self.space, obs.config, self.X, self.y, self.seed, self.task, self.threads,
+            pipe, error = fit_pipeline(self.space, obs.config, self.X, self.y, self.seed, self.task, self.threads,
                                   kept_rounds(obs.measures))
             if pipe is None:
                 self.failed[obs.index] = error

@@ -13,7 +13,7 @@ from optdiv.data import Splits
 from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.threads import (THREADED_MIN_ROWS, ThreadedBuild, available_cores, resolve_n_jobs, set_model_threads,
                                        with_threads)
-from optdiv.final.fit import _fitted
+from optdiv.final.fit import fit_pipeline
 
 
 def forest(config, seed):
@@ -84,7 +84,7 @@ def test_the_evaluator_s_threads_reach_the_model_it_fits():
 
 def test_a_member_refitted_for_the_final_model_gets_the_run_s_threads():
     splits = _splits()
-    pipe, error = _fitted(_Space, {"trees": 3}, splits.X_train, splits.y_train, 0, "classification", threads=2)
+    pipe, error = fit_pipeline(_Space, {"trees": 3}, splits.X_train, splits.y_train, 0, "classification", threads=2)
     assert error is None and pipe.steps[-1][1].n_jobs == 2
 
 
