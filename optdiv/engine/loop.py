@@ -162,8 +162,6 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
             # stays issued without a result, so a resumed run evaluates it again; the search ends unless refits
             # run ahead give time back (may_issue)
             state["cut"] = True
-            if time_left is None:
-                state["stopped"] = "time budget: the last evaluation was stopped at the deadline and discarded"
             return
         obs = enforce(obs, constraints)
         if obs.recorded_at is None:  # for progress against wall time (optdiv.show.view); no search reads it

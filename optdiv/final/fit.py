@@ -211,8 +211,6 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
                 if not refit_member(position, attempt=True):  # stopped at the deadline: the member stays on train
                     on_all.discard(position)
                     break
-        if ahead:
-            report["refitted_ahead"] = len(ahead)
         grown_ok = {p: rows for p, (pipe, rows) in grown.items() if pipe is not None}
         if grown_ok:
             report["grown"] = [{"index": result.history[result.member_indices[p]].index, "rows": rows}
@@ -272,7 +270,7 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
             worker.close()
         result.refitter = None
         result.fold_refits = None  # the members it held are in the model now (or no longer members)
-    if cross_validated and ahead:
+    if ahead:  # read back from the refit worker, or taken from the cross-validated refits run ahead
         report["refitted_ahead"] = len(ahead)
     if failed:
         leave_out_failed_members(result, failed, report)
