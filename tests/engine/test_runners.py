@@ -212,6 +212,18 @@ def test_when_nothing_fits_the_loop_lets_the_final_models_work_run_ahead_and_goe
     assert not result.history and result.went_on == 0 and clock["ahead"] == [1, 2, 0]
 
 
+def gives_back_once(clock, seconds):
+    """An ``ahead`` for the loop whose first call sets the time left to ``seconds`` (the refits took less than was
+    kept for them) and whose later calls find nothing to do; ``clock["ahead"]`` counts the calls."""
+    def ahead(done):
+        clock["ahead"] += 1
+        if clock["ahead"] > 1:
+            return False
+        clock["left"] = seconds
+        return True
+
+    return ahead
+
 def test_an_evaluation_cut_at_the_deadline_lets_the_final_models_work_run_ahead_before_the_search_ends():
     from optdiv.evaluation.observation import DEADLINE, WORST_LOSS
 
@@ -221,12 +233,7 @@ def test_an_evaluation_cut_at_the_deadline_lets_the_final_models_work_run_ahead_
     predictor.observe("linear", 1.0)
     clock = {"left": 4.0, "ahead": 0, "cut": False}
 
-    def ahead(done):  # the refits run ahead give 10 s back once
-        clock["ahead"] += 1
-        if clock["ahead"] > 1:
-            return False
-        clock["left"] = 10.0
-        return True
+    ahead = gives_back_once(clock, 10.0)  # the refits run ahead give 10 s back once
 
     def run_one():  # the first evaluation runs to the deadline and is cut; the others take 3 s each
         ended = FakeRunner.wait(runner)
@@ -266,12 +273,7 @@ def test_a_suggestion_that_would_not_fit_lets_the_final_models_work_run_ahead_be
     predictor.observe("linear", 5.0)
     clock = {"left": 3.0, "ahead": 0}
 
-    def ahead(done):  # the refits run ahead give 12 s back once
-        clock["ahead"] += 1
-        if clock["ahead"] > 1:
-            return False
-        clock["left"] = 12.0
-        return True
+    ahead = gives_back_once(clock, 12.0)  # the refits run ahead give 12 s back once
 
     def run_one():
         clock["left"] -= 5.0
