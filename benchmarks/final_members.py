@@ -27,17 +27,28 @@ refitted here on every training row and scored on the test rows, so the ways dif
 - ``fresh``: among those, on out-of-fold predictions of a new 5-fold split (each re-evaluated);
 - ``avg2`` / ``avg3``: among those, on the average of the search's and one or two new splits' predictions.
 
+``prior``: does a constant member (the training rows' class frequencies, or their mean) in the final selection
+guard against models that do not beat it? For each dataset and seed the estimator's defaults search (``--seconds``,
+one core; cross-validated or holdout as the estimator decides); then its final selection is made again over the
+same history with and without that member, every member refitted here on every training row:
+
+- ``all``: the product's selection over every evaluation;
+- ``prior``: the same with the constant member as one more candidate (its validation prediction made, like the
+  others', from the rows its fold or holdout trains on).
+
     python benchmarks/final_members.py bags --data-dir ../shared/datasets --datasets satimage,elevators,eeg,pol \\
         --seeds 0,1,2 --out runs/final-members
     python benchmarks/final_members.py ensemble --data-dir ../shared/datasets --datasets satimage,elevators \
         --seeds 0,1 --seconds 90 --out runs/final-members
     python benchmarks/final_members.py reselect --data-dir ../shared/datasets --datasets bodyfat,quake \\
         --seeds 0-5 --seconds 90 --out runs/final-members
+    python benchmarks/final_members.py prior --data-dir ../shared/datasets --datasets quake,wind \\
+        --seeds 0-4 --seconds 60 --out runs/final-members
     python benchmarks/final_members.py report --out runs/final-members
 
-Each line of OUT/bags.jsonl, OUT/ensemble.jsonl and OUT/reselect.jsonl is one (dataset, seed[, algorithm]) with every variant's test
+Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl and OUT/prior.jsonl is one (dataset, seed[, algorithm]) with every variant's test
 error (% or MSE); ``report`` prints the means and, per variant, lower / level / higher against ``refit`` (bags,
-ensemble) or ``all`` (reselect) with a two-sided Wilcoxon p over the pairs.
+ensemble) or ``all`` (reselect, prior) with a two-sided Wilcoxon p over the pairs.
 """
 
 from __future__ import annotations
@@ -66,6 +77,7 @@ BAG_FOLDS = 4  # the holdout's 75/25 is one of four folds
 BAG_VARIANTS = ("train", "refit", "blend", "bag4", "bag4+refit")
 RESELECT_VARIANTS = ("all", "top", "fresh", "avg2", "avg3")
 ENSEMBLE_VARIANTS = ("estimator", "refit", "bag4", "bag4+refit")
+PRIOR_VARIANTS = ("all", "prior")
 
 
 def _load(data_dir: Path, name: str):
@@ -262,6 +274,74 @@ def run_reselect(args) -> None:
             _record(out, line)
 
 
+def _constant(y, task: str, n_classes) -> np.ndarray:
+    """What a model that ignores the features predicts after fitting on targets ``y``."""
+    if task == "classification":
+        return np.bincount(np.asarray(y, dtype=np.int64), minlength=n_classes) / len(y)
+    return np.asarray(np.mean(np.asarray(y, dtype=float)))
+
+
+def run_prior(args) -> None:
+    import pandas as pd
+
+    from optdiv.data import cross_validation_view
+    from optdiv.final.choice import choose_members, weighted_prediction
+
+    out = args.out / "prior.jsonl"
+    for name in args.datasets:
+        for seed in args.seeds:
+            model, holdout, X_test, y_true, task, n_classes = _searched(args, name, seed, "auto")
+            result = model.result_
+            k = result.info.get("cv")
+            if k:
+                view = cross_validation_view(holdout, k, seed, task)  # the estimator's own folds
+                X_all, y_all = view.X_train, np.asarray(view.y_train)
+                prior_val = np.stack([_constant(y_all[view.folds != view.folds[row]], task, n_classes)
+                                      for row in range(len(y_all))])
+            else:
+                view = holdout
+                X_all = pd.concat([holdout.X_train, holdout.X_val], axis=0, ignore_index=True)
+                y_all = np.concatenate([holdout.y_train, holdout.y_val])
+                prior_val = np.repeat(_constant(holdout.y_train, task, n_classes)[None], len(holdout.y_val), axis=0)
+            if not np.allclose(np.asarray(view.y_val, float), np.asarray(model.validation_targets_, float)):
+                raise RuntimeError("the rebuilt validation rows are not the estimator's")
+            if task != "classification":
+                prior_val = prior_val.reshape(-1)
+            prior_test = np.repeat(_constant(y_all, task, n_classes)[None], len(y_true), axis=0)
+            if task != "classification":
+                prior_test = prior_test.reshape(-1)
+            selection, loss = result.info["ensemble_selection"], result.info["metric"]
+            ok = [obs for obs in result.history if obs.status == "ok"]
+            tested = {}
+
+            def test_pred(obs):
+                if obs is None:
+                    return prior_test
+                if obs.index not in tested:
+                    tested[obs.index] = _test_prediction(result, X_all, y_all, X_test, y_true, task, n_classes, seed,
+                                                         obs.config)
+                return tested[obs.index]
+
+            def chosen(candidates):
+                members, weights = choose_members(candidates, view.y_val, loss, "caruana", model.ensemble_size, seed,
+                                                  selection_loss=selection["loss"], bags=selection["bags"])
+                preds = [test_pred(candidates[i].obs) for i in members]
+                kept = [j for j, p in enumerate(preds) if p is not None]
+                share = float(sum(w for i, w in zip(members, weights) if candidates[i].obs is None))
+                weights = weights[kept] / weights[kept].sum()
+                return _error(task, y_true, weighted_prediction([preds[j] for j in kept], weights)), share
+
+            candidates = [SimpleNamespace(status="ok", val_pred=obs.val_pred, obs=obs) for obs in ok]
+            plain, _ = chosen(candidates)
+            guarded, share = chosen(candidates + [SimpleNamespace(status="ok", val_pred=prior_val, obs=None)])
+            line = {"dataset": name, "seed": seed, "task": task, "seconds": args.seconds, "cv": k,
+                    "evaluations": len(result.history),
+                    "estimator": _error(task, y_true, model_prediction(model, X_test, task)),
+                    "constant": _error(task, y_true, prior_test), "prior_weight": round(share, 4),
+                    "all": plain, "prior": guarded}
+            _record(out, line)
+
+
 def _table(lines, variants, reference, key) -> list:
     rows = [f"| {key} | " + " | ".join(variants) + " |", "|---" * (len(variants) + 1) + "|"]
     for group in sorted({line[key] for line in lines}):
@@ -296,12 +376,20 @@ def run_report(args) -> None:
         lines = [json.loads(x) for x in reselect.read_text().splitlines() if x.strip()]
         print(f"\n## reselect: {len(lines)} (dataset, seed) searches, test error by dataset\n")
         print("\n".join(_table(lines, ("estimator",) + RESELECT_VARIANTS, "all", "dataset")))
+    prior = args.out / "prior.jsonl"
+    if prior.exists():
+        lines = [json.loads(x) for x in prior.read_text().splitlines() if x.strip()]
+        print(f"\n## prior: {len(lines)} (dataset, seed) searches, test error by dataset\n")
+        print("\n".join(_table(lines, ("estimator", "constant") + PRIOR_VARIANTS, "all", "dataset")))
+        shares = [line["prior_weight"] for line in lines]
+        print(f"\nconstant member kept in {sum(w > 0 for w in shares)} of {len(shares)} selections "
+              f"(weight {min(shares):.2f}-{max(shares):.2f})")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in ("bags", "ensemble", "reselect"):
+    for command in ("bags", "ensemble", "reselect", "prior"):
         sub = commands.add_parser(command)
         sub.add_argument("--data-dir", type=Path, required=True)
         sub.add_argument("--datasets", type=lambda s: [x for x in s.split(",") if x], required=True)
@@ -316,7 +404,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command != "report":
         args.out.mkdir(parents=True, exist_ok=True)
-    {"bags": run_bags, "ensemble": run_ensemble, "reselect": run_reselect, "report": run_report}[args.command](args)
+    {"bags": run_bags, "ensemble": run_ensemble, "reselect": run_reselect, "prior": run_prior,
+     "report": run_report}[args.command](args)
     return 0
 
 
