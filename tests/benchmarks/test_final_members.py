@@ -71,3 +71,27 @@ def test_the_reselection_check_chooses_again_over_the_same_cross_validated_searc
     assert line["task"] == "regression" and line["evaluations"] >= 1
     assert all(np.isfinite(line[v]) and line[v] >= 0.0 for v in ("estimator",) + fm.RESELECT_VARIANTS)
     assert line["all"] < 1.0  # the target's variance is 4: a fitted linear signal is far below it
+
+
+def test_the_constant_is_what_the_targets_alone_predict(script):
+    fm = script("final_members")
+    assert fm._constant(np.array([0, 0, 1, 0]), "classification", 3).tolist() == [0.75, 0.25, 0.0]
+    assert float(fm._constant(np.array([1.0, 2.0, 6.0]), "regression", None)) == pytest.approx(3.0)
+
+
+@pytest.mark.timeout(300)
+def test_the_prior_check_chooses_again_with_the_constant_member_on_a_target_nothing_predicts(script, tmp_path,
+                                                                                             capsys):
+    fm = script("final_members")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    frame = pd.DataFrame(X, columns=list("abc")).assign(target=(rng.random(300) < 0.3).astype(int))
+    frame.to_csv(tmp_path / "toy.csv", index=False)
+    fm.run_prior(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    (line,) = [json.loads(x) for x in (tmp_path / "prior.jsonl").read_text().splitlines()]
+    assert line["cv"] == 5 and line["evaluations"] >= 1  # 240 training rows: cross-validated, as the estimator does
+    assert all(0.0 <= line[v] <= 100.0 for v in ("estimator", "constant") + fm.PRIOR_VARIANTS)
+    assert 0.0 <= line["prior_weight"] <= 1.0
+    assert line["constant"] == pytest.approx(100.0 * 18 / 60, abs=10.0)  # the minority share of the test rows
+    fm.run_report(Namespace(out=tmp_path))
+    assert "constant member kept in" in capsys.readouterr().out
