@@ -305,11 +305,7 @@ def run_prior(args) -> None:
                 prior_val = np.repeat(_constant(holdout.y_train, task, n_classes)[None], len(holdout.y_val), axis=0)
             if not np.allclose(np.asarray(view.y_val, float), np.asarray(model.validation_targets_, float)):
                 raise RuntimeError("the rebuilt validation rows are not the estimator's")
-            if task != "classification":
-                prior_val = prior_val.reshape(-1)
             prior_test = np.repeat(_constant(y_all, task, n_classes)[None], len(y_true), axis=0)
-            if task != "classification":
-                prior_test = prior_test.reshape(-1)
             selection, loss = result.info["ensemble_selection"], result.info["metric"]
             ok = [obs for obs in result.history if obs.status == "ok"]
             tested = {}
