@@ -46,9 +46,9 @@ same history with and without that member, every member refitted here on every t
         --seeds 0-4 --seconds 60 --out runs/final-members
     python benchmarks/final_members.py report --out runs/final-members
 
-Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl and OUT/prior.jsonl is one (dataset, seed[, algorithm]) with every variant's test
-error (% or MSE); ``report`` prints the means and, per variant, lower / level / higher against ``refit`` (bags,
-ensemble) or ``all`` (reselect, prior) with a two-sided Wilcoxon p over the pairs.
+Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl and OUT/prior.jsonl is one (dataset, seed[,
+algorithm]) with every variant's test error (% or MSE); ``report`` prints the means and, per variant, lower / level
+/ higher against ``refit`` (bags, ensemble) or ``all`` (reselect, prior) with a two-sided Wilcoxon p over the pairs.
 """
 
 from __future__ import annotations
@@ -296,8 +296,9 @@ def run_prior(args) -> None:
             if k:
                 view = cross_validation_view(holdout, k, seed, task)  # the estimator's own folds
                 X_all, y_all = view.X_train, np.asarray(view.y_train)
-                prior_val = np.stack([_constant(y_all[view.folds != view.folds[row]], task, n_classes)
-                                      for row in range(len(y_all))])
+                by_fold = {fold: _constant(y_all[view.folds != fold], task, n_classes)
+                           for fold in np.unique(view.folds)}  # each fold's rows: the other folds' targets
+                prior_val = np.stack([by_fold[fold] for fold in view.folds])
             else:
                 view = holdout
                 X_all = pd.concat([holdout.X_train, holdout.X_val], axis=0, ignore_index=True)

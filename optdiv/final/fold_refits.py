@@ -60,7 +60,7 @@ class FoldRefits:
                 continue
             began = time.perf_counter()
             pipe, error = fit_pipeline(self.space, obs.config, self.X, self.y, self.seed, self.task, self.threads,
-                                  kept_rounds(obs.measures))
+                                       kept_rounds(obs.measures))
             if pipe is None:
                 self.failed[obs.index] = error
             else:

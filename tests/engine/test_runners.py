@@ -224,6 +224,7 @@ def gives_back_once(clock, seconds):
 
     return ahead
 
+
 def test_an_evaluation_cut_at_the_deadline_lets_the_final_models_work_run_ahead_before_the_search_ends():
     from optdiv.evaluation.observation import DEADLINE, WORST_LOSS
 
