@@ -44,11 +44,18 @@ same history with and without that member, every member refitted here on every t
         --seeds 0-5 --seconds 90 --out runs/final-members
     python benchmarks/final_members.py prior --data-dir ../shared/datasets --datasets quake,wind \\
         --seeds 0-4 --seconds 60 --out runs/final-members
+    python benchmarks/final_members.py size --data-dir ../shared/datasets --datasets cpu_act,quake \\
+        --seeds 0-4 --seconds 60 --out runs/final-members
     python benchmarks/final_members.py report --out runs/final-members
 
-Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl and OUT/prior.jsonl is one (dataset, seed[,
-algorithm]) with every variant's test error (% or MSE); ``report`` prints the means and, per variant, lower / level
-/ higher against ``refit`` (bags, ensemble) or ``all`` (reselect, prior) with a two-sided Wilcoxon p over the pairs.
+``size``: does the final selection want more or fewer greedy steps than the product's 25 (auto-sklearn takes
+50)? The same searches and refits as ``prior``; the product's selection made again with ``size10``, ``size50``
+and ``size100`` steps (``all``: its own 25).
+
+Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl, OUT/prior.jsonl and OUT/size.jsonl is one
+(dataset, seed[, algorithm]) with every variant's test error (% or MSE); ``report`` prints the means and, per
+variant, lower / level / higher against ``refit`` (bags, ensemble) or ``all`` (reselect, prior, size) with a
+two-sided Wilcoxon p over the pairs.
 """
 
 from __future__ import annotations
@@ -78,6 +85,7 @@ BAG_VARIANTS = ("train", "refit", "blend", "bag4", "bag4+refit")
 RESELECT_VARIANTS = ("all", "top", "fresh", "avg2", "avg3")
 ENSEMBLE_VARIANTS = ("estimator", "refit", "bag4", "bag4+refit")
 PRIOR_VARIANTS = ("all", "prior")
+SIZES = (10, 50, 100)  # Caruana steps besides the product's
 
 
 def _load(data_dir: Path, name: str):
@@ -281,61 +289,86 @@ def _constant(y, task: str, n_classes) -> np.ndarray:
     return np.asarray(np.mean(np.asarray(y, dtype=float)))
 
 
-def run_prior(args) -> None:
+def _reselection(args, name, seed):
+    """The estimator's defaults searched on ``name`` (cross-validated or holdout as it decides), and what choosing
+    its final ensemble again needs: the validation rows it chose on, every training row, and ``chosen``, which
+    makes the product's selection over given candidates (``size`` steps) and scores it with every member refitted
+    here on every training row. A candidate whose ``obs`` is None is the constant member (``prior_test``)."""
     import pandas as pd
 
     from optdiv.data import cross_validation_view
     from optdiv.final.choice import choose_members, weighted_prediction
 
+    model, holdout, X_test, y_true, task, n_classes = _searched(args, name, seed, "auto")
+    result = model.result_
+    k = result.info.get("cv")
+    if k:
+        view = cross_validation_view(holdout, k, seed, task)  # the estimator's own folds
+        X_all, y_all = view.X_train, np.asarray(view.y_train)
+    else:
+        view = holdout
+        X_all = pd.concat([holdout.X_train, holdout.X_val], axis=0, ignore_index=True)
+        y_all = np.concatenate([holdout.y_train, holdout.y_val])
+    if not np.allclose(np.asarray(view.y_val, float), np.asarray(model.validation_targets_, float)):
+        raise RuntimeError("the rebuilt validation rows are not the estimator's")
+    prior_test = np.repeat(_constant(y_all, task, n_classes)[None], len(y_true), axis=0)
+    selection, loss = result.info["ensemble_selection"], result.info["metric"]
+    tested = {}
+
+    def test_pred(obs):
+        if obs is None:
+            return prior_test
+        if obs.index not in tested:
+            tested[obs.index] = _test_prediction(result, X_all, y_all, X_test, y_true, task, n_classes, seed,
+                                                 obs.config)
+        return tested[obs.index]
+
+    def chosen(candidates, size=model.ensemble_size):
+        """(test error, the constant member's weight)."""
+        members, weights = choose_members(candidates, view.y_val, loss, "caruana", size, seed,
+                                          selection_loss=selection["loss"], bags=selection["bags"])
+        preds = [test_pred(candidates[i].obs) for i in members]
+        kept = [j for j, p in enumerate(preds) if p is not None]
+        share = float(sum(w for i, w in zip(members, weights) if candidates[i].obs is None))
+        weights = weights[kept] / weights[kept].sum()
+        return _error(task, y_true, weighted_prediction([preds[j] for j in kept], weights)), share
+
+    ok = [obs for obs in result.history if obs.status == "ok"]
+    line = {"dataset": name, "seed": seed, "task": task, "seconds": args.seconds, "cv": k,
+            "evaluations": len(result.history), "estimator": _error(task, y_true, model_prediction(model, X_test, task))}
+    return SimpleNamespace(line=line, chosen=chosen, view=view, y_all=y_all, y_true=y_true, prior_test=prior_test,
+                           task=task,
+                           n_classes=n_classes, candidates=[SimpleNamespace(status="ok", val_pred=obs.val_pred, obs=obs)
+                                                            for obs in ok])
+
+
+def run_prior(args) -> None:
     out = args.out / "prior.jsonl"
     for name in args.datasets:
         for seed in args.seeds:
-            model, holdout, X_test, y_true, task, n_classes = _searched(args, name, seed, "auto")
-            result = model.result_
-            k = result.info.get("cv")
-            if k:
-                view = cross_validation_view(holdout, k, seed, task)  # the estimator's own folds
-                X_all, y_all = view.X_train, np.asarray(view.y_train)
-                by_fold = {fold: _constant(y_all[view.folds != fold], task, n_classes)
+            again = _reselection(args, name, seed)
+            view, task, n_classes = again.view, again.task, again.n_classes
+            if view.folds is not None:
+                by_fold = {fold: _constant(again.y_all[view.folds != fold], task, n_classes)
                            for fold in np.unique(view.folds)}  # each fold's rows: the other folds' targets
                 prior_val = np.stack([by_fold[fold] for fold in view.folds])
             else:
-                view = holdout
-                X_all = pd.concat([holdout.X_train, holdout.X_val], axis=0, ignore_index=True)
-                y_all = np.concatenate([holdout.y_train, holdout.y_val])
-                prior_val = np.repeat(_constant(holdout.y_train, task, n_classes)[None], len(holdout.y_val), axis=0)
-            if not np.allclose(np.asarray(view.y_val, float), np.asarray(model.validation_targets_, float)):
-                raise RuntimeError("the rebuilt validation rows are not the estimator's")
-            prior_test = np.repeat(_constant(y_all, task, n_classes)[None], len(y_true), axis=0)
-            selection, loss = result.info["ensemble_selection"], result.info["metric"]
-            ok = [obs for obs in result.history if obs.status == "ok"]
-            tested = {}
+                prior_val = np.repeat(_constant(view.y_train, task, n_classes)[None], len(view.y_val), axis=0)
+            plain, _ = again.chosen(again.candidates)
+            guarded, share = again.chosen(again.candidates + [SimpleNamespace(status="ok", val_pred=prior_val,
+                                                                              obs=None)])
+            _record(out, {**again.line, "constant": _error(task, again.y_true, again.prior_test),
+                          "prior_weight": round(share, 4), "all": plain, "prior": guarded})
 
-            def test_pred(obs):
-                if obs is None:
-                    return prior_test
-                if obs.index not in tested:
-                    tested[obs.index] = _test_prediction(result, X_all, y_all, X_test, y_true, task, n_classes, seed,
-                                                         obs.config)
-                return tested[obs.index]
 
-            def chosen(candidates):
-                members, weights = choose_members(candidates, view.y_val, loss, "caruana", model.ensemble_size, seed,
-                                                  selection_loss=selection["loss"], bags=selection["bags"])
-                preds = [test_pred(candidates[i].obs) for i in members]
-                kept = [j for j, p in enumerate(preds) if p is not None]
-                share = float(sum(w for i, w in zip(members, weights) if candidates[i].obs is None))
-                weights = weights[kept] / weights[kept].sum()
-                return _error(task, y_true, weighted_prediction([preds[j] for j in kept], weights)), share
-
-            candidates = [SimpleNamespace(status="ok", val_pred=obs.val_pred, obs=obs) for obs in ok]
-            plain, _ = chosen(candidates)
-            guarded, share = chosen(candidates + [SimpleNamespace(status="ok", val_pred=prior_val, obs=None)])
-            line = {"dataset": name, "seed": seed, "task": task, "seconds": args.seconds, "cv": k,
-                    "evaluations": len(result.history),
-                    "estimator": _error(task, y_true, model_prediction(model, X_test, task)),
-                    "constant": _error(task, y_true, prior_test), "prior_weight": round(share, 4),
-                    "all": plain, "prior": guarded}
+def run_size(args) -> None:
+    out = args.out / "size.jsonl"
+    for name in args.datasets:
+        for seed in args.seeds:
+            again = _reselection(args, name, seed)
+            line = {**again.line, "all": again.chosen(again.candidates)[0]}
+            for size in SIZES:
+                line[f"size{size}"] = again.chosen(again.candidates, size)[0]
             _record(out, line)
 
 
@@ -381,12 +414,18 @@ def run_report(args) -> None:
         shares = [line["prior_weight"] for line in lines]
         print(f"\nconstant member kept in {sum(w > 0 for w in shares)} of {len(shares)} selections "
               f"(weight {min(shares):.2f}-{max(shares):.2f})")
+    size = args.out / "size.jsonl"
+    if size.exists():
+        lines = [json.loads(x) for x in size.read_text().splitlines() if x.strip()]
+        print(f"\n## size: {len(lines)} (dataset, seed) searches, test error by dataset\n")
+        sizes = sorted({key for key in lines[0] if key.startswith("size")}, key=lambda key: int(key[4:]))
+        print("\n".join(_table(lines, ("estimator", "all", *sizes), "all", "dataset")))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in ("bags", "ensemble", "reselect", "prior"):
+    for command in ("bags", "ensemble", "reselect", "prior", "size"):
         sub = commands.add_parser(command)
         sub.add_argument("--data-dir", type=Path, required=True)
         sub.add_argument("--datasets", type=lambda s: [x for x in s.split(",") if x], required=True)
@@ -402,7 +441,7 @@ def main(argv=None) -> int:
     if args.command != "report":
         args.out.mkdir(parents=True, exist_ok=True)
     {"bags": run_bags, "ensemble": run_ensemble, "reselect": run_reselect, "prior": run_prior,
-     "report": run_report}[args.command](args)
+     "size": run_size, "report": run_report}[args.command](args)
     return 0
 
 

@@ -95,3 +95,21 @@ def test_the_prior_check_chooses_again_with_the_constant_member_on_a_target_noth
     assert line["constant"] == pytest.approx(100.0 * 18 / 60, abs=10.0)  # the minority share of the test rows
     fm.run_report(Namespace(out=tmp_path))
     assert "constant member kept in" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(300)
+def test_the_size_check_chooses_again_with_other_step_counts_and_its_own_count_repeats_the_product(script, tmp_path,
+                                                                                                    monkeypatch, capsys):
+    fm = script("final_members")
+    monkeypatch.setattr(fm, "SIZES", (25, 2))  # 25 is the product's count: the same selection as "all"
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 3))
+    frame = pd.DataFrame(X, columns=list("abc")).assign(target=X[:, 0] + 0.5 * rng.normal(size=300))
+    frame.to_csv(tmp_path / "toy.csv", index=False)
+    fm.run_size(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    (line,) = [json.loads(x) for x in (tmp_path / "size.jsonl").read_text().splitlines()]
+    assert line["task"] == "regression" and line["evaluations"] >= 1
+    assert line["size25"] == line["all"]
+    assert 0.0 < line["size2"] < float(np.var(frame["target"])) * 2  # a real model's MSE, not a constant's
+    fm.run_report(Namespace(out=tmp_path))
+    assert "## size: 1 (dataset, seed) searches" in capsys.readouterr().out
