@@ -333,13 +333,13 @@ def _reselection(args, name, seed):
         weights = weights[kept] / weights[kept].sum()
         return _error(task, y_true, weighted_prediction([preds[j] for j in kept], weights)), share
 
-    ok = [obs for obs in result.history if obs.status == "ok"]
     line = {"dataset": name, "seed": seed, "task": task, "seconds": args.seconds, "cv": k,
-            "evaluations": len(result.history), "estimator": _error(task, y_true, model_prediction(model, X_test, task))}
-    return SimpleNamespace(line=line, chosen=chosen, view=view, y_all=y_all, y_true=y_true, prior_test=prior_test,
-                           task=task,
-                           n_classes=n_classes, candidates=[SimpleNamespace(status="ok", val_pred=obs.val_pred, obs=obs)
-                                                            for obs in ok])
+            "evaluations": len(result.history),
+            "estimator": _error(task, y_true, model_prediction(model, X_test, task))}
+    candidates = [SimpleNamespace(status="ok", val_pred=obs.val_pred, obs=obs)
+                  for obs in result.history if obs.status == "ok"]
+    return SimpleNamespace(line=line, chosen=chosen, candidates=candidates, view=view, y_all=y_all, y_true=y_true,
+                           prior_test=prior_test, task=task, n_classes=n_classes)
 
 
 def run_prior(args) -> None:
