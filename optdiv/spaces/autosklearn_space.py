@@ -1,8 +1,8 @@
 """DivBO's search space (Appendix A.3, VolcanoML-derived), built on scikit-learn and LightGBM.
 
 Classification: a choice of 11 classifiers, a balancing choice, 6 rescalers and 15 feature
-preprocessors (103 hyperparameters). Regression: 8 regressors, the same rescalers and 12
-regression-valid preprocessors (82 hyperparameters). Names follow auto-sklearn's convention
+preprocessors (102 hyperparameters). Regression: 8 regressors, the same rescalers and 12
+regression-valid preprocessors (81 hyperparameters). Names follow auto-sklearn's convention
 (``classifier:__choice__``, ``classifier:random_forest:criterion``, ...). The pipeline is::
 
     rescaling -> feature_preprocessor -> classifier / regressor
@@ -30,10 +30,7 @@ Ranges come from auto-sklearn 0.15 / VolcanoML (mindware) components; choices ma
   gradient boosting, which need dense input;
 * the polynomial preprocessor expands only the 25 (degree 2) / 10 (degree 3) best features by
   F-test and keeps the originals, like VolcanoML's bounded generator;
-* LightGBM's ``subsample`` takes effect (``subsample_freq=1``); its leaves reach down to 4 and its leaf size up
-  to 100 (both on a log scale), and an L2 penalty ``reg_lambda`` (1e-3 to 10) is searched: small, regularised
-  trees are where boosting often does best on a few thousand rows, which 31 to 2,047 leaves of at least 5 to 30
-  rows left out;
+* LightGBM's ``subsample`` takes effect (``subsample_freq=1``);
 * left out: VolcanoML's "cross features" (random pairwise crosses of categorical columns with a
   random seed as its only hyperparameter; no scikit-learn counterpart).
 
@@ -135,10 +132,9 @@ def _knn():
 def _lightgbm():
     c = Component("lightgbm")
     c.int("n_estimators", 100, 1000, 500)
-    c.int("num_leaves", 4, 2047, 128, log=True)
+    c.int("num_leaves", 31, 2047, 128)
     c.float("learning_rate", 1e-3, 0.3, 0.1, log=True)
-    c.int("min_child_samples", 2, 100, 20, log=True)
-    c.float("reg_lambda", 1e-3, 10.0, 1e-3, log=True)
+    c.int("min_child_samples", 5, 30, 20)
     c.float("subsample", 0.7, 1.0, 1.0)
     c.float("colsample_bytree", 0.7, 1.0, 1.0)
     return c
@@ -371,8 +367,7 @@ def _build_model(task, kind, p, class_weight, seed):
         return cls(n_estimators=int(p["n_estimators"]), num_leaves=int(p["num_leaves"]), max_depth=15,
                    learning_rate=float(p["learning_rate"]), min_child_samples=int(p["min_child_samples"]),
                    subsample=float(p["subsample"]), subsample_freq=1,
-                   colsample_bytree=float(p["colsample_bytree"]), reg_lambda=float(p["reg_lambda"]),
-                   random_state=seed, n_jobs=1,
+                   colsample_bytree=float(p["colsample_bytree"]), random_state=seed, n_jobs=1,
                    histogram_pool_size=sk.LIGHTGBM_HISTOGRAM_MB, verbose=-1, **extra)
     if kind == "adaboost":
         from sklearn.tree import DecisionTreeClassifier
