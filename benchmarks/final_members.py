@@ -46,16 +46,22 @@ same history with and without that member, every member refitted here on every t
         --seeds 0-4 --seconds 60 --out runs/final-members
     python benchmarks/final_members.py size --data-dir ../shared/datasets --datasets cpu_act,quake \\
         --seeds 0-4 --seconds 60 --out runs/final-members
+    python benchmarks/final_members.py pool --data-dir ../shared/datasets --datasets cpu_act,quake \\
+        --seeds 0-4 --seconds 60 --out runs/final-members
     python benchmarks/final_members.py report --out runs/final-members
 
 ``size``: does the final selection want more or fewer greedy steps than the product's 25 (auto-sklearn takes
 50)? The same searches and refits as ``prior``; the product's selection made again with ``size10``, ``size50``
 and ``size100`` steps (``all``: its own 25).
 
-Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl, OUT/prior.jsonl and OUT/size.jsonl is one
-(dataset, seed[, algorithm]) with every variant's test error (% or MSE); ``report`` prints the means and, per
-variant, lower / level / higher against ``refit`` (bags, ensemble) or ``all`` (reselect, prior, size) with a
-two-sided Wilcoxon p over the pairs.
+``pool``: does the final selection over-fit the validation rows less when it chooses among fewer, better-supported
+candidates? The same searches and refits as ``prior``; the product's selection made again among only the 5, 10
+and 20 evaluations of lowest validation loss (``top5``, ``top10``, ``top20``; ``all``: every evaluation).
+
+Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl, OUT/prior.jsonl, OUT/size.jsonl and
+OUT/pool.jsonl is one (dataset, seed[, algorithm]) with every variant's test error (% or MSE); ``report`` prints
+the means and, per variant, lower / level / higher against ``refit`` (bags, ensemble) or ``all`` (reselect, prior,
+size, pool) with a two-sided Wilcoxon p over the pairs.
 """
 
 from __future__ import annotations
@@ -86,6 +92,7 @@ RESELECT_VARIANTS = ("all", "top", "fresh", "avg2", "avg3")
 ENSEMBLE_VARIANTS = ("estimator", "refit", "bag4", "bag4+refit")
 PRIOR_VARIANTS = ("all", "prior")
 SIZES = (10, 50, 100)  # Caruana steps besides the product's
+POOLS = (5, 10, 20)  # the final selection's candidates: only this many evaluations of lowest validation loss
 
 
 def _load(data_dir: Path, name: str):
@@ -372,6 +379,18 @@ def run_size(args) -> None:
             _record(out, line)
 
 
+def run_pool(args) -> None:
+    out = args.out / "pool.jsonl"
+    for name in args.datasets:
+        for seed in args.seeds:
+            again = _reselection(args, name, seed)
+            ranked = sorted(again.candidates, key=lambda c: c.obs.val_loss)
+            line = {**again.line, "all": again.chosen(again.candidates)[0]}
+            for count in POOLS:
+                line[f"top{count}"] = again.chosen(ranked[:count])[0]
+            _record(out, line)
+
+
 def _table(lines, variants, reference, key) -> list:
     rows = [f"| {key} | " + " | ".join(variants) + " |", "|---" * (len(variants) + 1) + "|"]
     for group in sorted({line[key] for line in lines}):
@@ -420,12 +439,18 @@ def run_report(args) -> None:
         print(f"\n## size: {len(lines)} (dataset, seed) searches, test error by dataset\n")
         sizes = sorted({key for key in lines[0] if key.startswith("size")}, key=lambda key: int(key[4:]))
         print("\n".join(_table(lines, ("estimator", "all", *sizes), "all", "dataset")))
+    pool = args.out / "pool.jsonl"
+    if pool.exists():
+        lines = [json.loads(x) for x in pool.read_text().splitlines() if x.strip()]
+        print(f"\n## pool: {len(lines)} (dataset, seed) searches, test error by dataset\n")
+        tops = sorted({key for key in lines[0] if key.startswith("top")}, key=lambda key: int(key[3:]))
+        print("\n".join(_table(lines, ("estimator", "all", *tops), "all", "dataset")))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in ("bags", "ensemble", "reselect", "prior", "size"):
+    for command in ("bags", "ensemble", "reselect", "prior", "size", "pool"):
         sub = commands.add_parser(command)
         sub.add_argument("--data-dir", type=Path, required=True)
         sub.add_argument("--datasets", type=lambda s: [x for x in s.split(",") if x], required=True)

@@ -113,3 +113,21 @@ def test_the_size_check_chooses_again_with_other_step_counts_and_its_own_count_r
     assert 0.0 < line["size2"] < float(np.var(frame["target"])) * 2  # a real model's MSE, not a constant's
     fm.run_report(Namespace(out=tmp_path))
     assert "## size: 1 (dataset, seed) searches" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(300)
+def test_the_pool_check_chooses_again_among_the_best_evaluations_and_a_pool_of_all_repeats_the_product(
+        script, tmp_path, monkeypatch, capsys):
+    fm = script("final_members")
+    monkeypatch.setattr(fm, "POOLS", (1, 10_000))  # one candidate: the best evaluation alone; every one: "all"
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 3))
+    frame = pd.DataFrame(X, columns=list("abc")).assign(target=X[:, 0] + 0.5 * rng.normal(size=300))
+    frame.to_csv(tmp_path / "toy.csv", index=False)
+    fm.run_pool(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    (line,) = [json.loads(x) for x in (tmp_path / "pool.jsonl").read_text().splitlines()]
+    assert line["task"] == "regression" and line["evaluations"] >= 2
+    assert line["top10000"] == pytest.approx(line["all"], rel=1e-9)  # the same members, summed in another order
+    assert 0.0 < line["top1"] < float(np.var(frame["target"])) * 2  # a real model's MSE, not a constant's
+    fm.run_report(Namespace(out=tmp_path))
+    assert "## pool: 1 (dataset, seed) searches" in capsys.readouterr().out
