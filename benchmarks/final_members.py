@@ -466,7 +466,7 @@ def main(argv=None) -> int:
     if args.command != "report":
         args.out.mkdir(parents=True, exist_ok=True)
     {"bags": run_bags, "ensemble": run_ensemble, "reselect": run_reselect, "prior": run_prior,
-     "size": run_size, "report": run_report}[args.command](args)
+     "size": run_size, "pool": run_pool, "report": run_report}[args.command](args)
     return 0
 
 
