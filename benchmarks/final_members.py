@@ -433,19 +433,13 @@ def run_report(args) -> None:
         shares = [line["prior_weight"] for line in lines]
         print(f"\nconstant member kept in {sum(w > 0 for w in shares)} of {len(shares)} selections "
               f"(weight {min(shares):.2f}-{max(shares):.2f})")
-    size = args.out / "size.jsonl"
-    if size.exists():
-        lines = [json.loads(x) for x in size.read_text().splitlines() if x.strip()]
-        print(f"\n## size: {len(lines)} (dataset, seed) searches, test error by dataset\n")
-        sizes = sorted({key for key in lines[0] if key.startswith("size")}, key=lambda key: int(key[4:]))
-        print("\n".join(_table(lines, ("estimator", "all", *sizes), "all", "dataset")))
-    pool = args.out / "pool.jsonl"
-    if pool.exists():
-        lines = [json.loads(x) for x in pool.read_text().splitlines() if x.strip()]
-        print(f"\n## pool: {len(lines)} (dataset, seed) searches, test error by dataset\n")
-        tops = sorted({key for key in lines[0] if key.startswith("top")}, key=lambda key: int(key[3:]))
-        print("\n".join(_table(lines, ("estimator", "all", *tops), "all", "dataset")))
-
+    for check, prefix in (("size", "size"), ("pool", "top")):  # variants named by a count after their prefix
+        path = args.out / f"{check}.jsonl"
+        if path.exists():
+            lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+            print(f"\n## {check}: {len(lines)} (dataset, seed) searches, test error by dataset\n")
+            counts = sorted({key for key in lines[0] if key.startswith(prefix)}, key=lambda key: int(key[len(prefix):]))
+            print("\n".join(_table(lines, ("estimator", "all", *counts), "all", "dataset")))
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

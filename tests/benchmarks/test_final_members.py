@@ -97,15 +97,21 @@ def test_the_prior_check_chooses_again_with_the_constant_member_on_a_target_noth
     assert "constant member kept in" in capsys.readouterr().out
 
 
+def _noisy_line(folder, seed: int) -> pd.DataFrame:
+    """A 300-row regression set (one informative column of three) written as ``folder/toy.csv``."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 3))
+    frame = pd.DataFrame(X, columns=list("abc")).assign(target=X[:, 0] + 0.5 * rng.normal(size=300))
+    frame.to_csv(folder / "toy.csv", index=False)
+    return frame
+
+
 @pytest.mark.timeout(300)
 def test_the_size_check_chooses_again_with_other_step_counts_and_its_own_count_repeats_the_product(script, tmp_path,
                                                                                                     monkeypatch, capsys):
     fm = script("final_members")
     monkeypatch.setattr(fm, "SIZES", (25, 2))  # 25 is the product's count: the same selection as "all"
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(300, 3))
-    frame = pd.DataFrame(X, columns=list("abc")).assign(target=X[:, 0] + 0.5 * rng.normal(size=300))
-    frame.to_csv(tmp_path / "toy.csv", index=False)
+    frame = _noisy_line(tmp_path, seed=4)
     fm.run_size(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
     (line,) = [json.loads(x) for x in (tmp_path / "size.jsonl").read_text().splitlines()]
     assert line["task"] == "regression" and line["evaluations"] >= 1
@@ -120,10 +126,7 @@ def test_the_pool_check_chooses_again_among_the_best_evaluations_and_a_pool_of_a
         script, tmp_path, monkeypatch, capsys):
     fm = script("final_members")
     monkeypatch.setattr(fm, "POOLS", (1, 10_000))  # one candidate: the best evaluation alone; every one: "all"
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(300, 3))
-    frame = pd.DataFrame(X, columns=list("abc")).assign(target=X[:, 0] + 0.5 * rng.normal(size=300))
-    frame.to_csv(tmp_path / "toy.csv", index=False)
+    frame = _noisy_line(tmp_path, seed=5)
     fm.run_pool(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
     (line,) = [json.loads(x) for x in (tmp_path / "pool.jsonl").read_text().splitlines()]
     assert line["task"] == "regression" and line["evaluations"] >= 2
