@@ -441,6 +441,7 @@ def run_report(args) -> None:
             counts = sorted({key for key in lines[0] if key.startswith(prefix)}, key=lambda key: int(key[len(prefix):]))
             print("\n".join(_table(lines, ("estimator", "all", *counts), "all", "dataset")))
 
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
