@@ -40,18 +40,12 @@ AUTO = ("auto",)
 #: scikit-learn's 5 neighbours); every other hyperparameter takes the space's default (no feature preprocessing,
 #: standardised inputs). Fast, strong learners first. Written down from the libraries' documentation without
 #: looking at any dataset (the idea of AutoGluon's fixed default portfolio), so it may be compared on every dataset.
-#: A second LightGBM: many more leaves, a smaller leaf size and a slower rate (AutoGluon's default model list holds
-#: such a "large" booster beside the library defaults); 500 rounds stand in for its early stopping.
-_LIGHTGBM_LARGE = {"num_leaves": 128, "n_estimators": 500, "learning_rate": 0.03, "min_child_samples": 5,
-                   "colsample_bytree": 0.9}
-
 LIBRARY_DEFAULTS = {
     ("autosklearn", "classification"): (
         ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20}),
         ("extra_trees", {}),
         ("random_forest", {}),
         ("gradient_boosting", {}),
-        ("lightgbm", _LIGHTGBM_LARGE),
         ("k_nearest_neighbors", {"n_neighbors": 5}),
         ("logistic_regression", {}),
         ("libsvm_svc", {}),
@@ -61,7 +55,6 @@ LIBRARY_DEFAULTS = {
         ("extra_trees", {}),
         ("random_forest", {}),
         ("gradient_boosting", {}),
-        ("lightgbm", _LIGHTGBM_LARGE),
         ("k_nearest_neighbors", {"n_neighbors": 5}),
         ("ridge", {}),
         ("libsvm_svr", {}),
