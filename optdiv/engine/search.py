@@ -36,7 +36,7 @@ from optdiv.final.fold_refits import FoldRefits
 from optdiv.final.model import model_prediction
 from optdiv.final.reserve import FinishReserve, worker_refit_seconds
 from optdiv.spaces import SearchSpace, get_space
-from optdiv.spaces.portfolio import is_auto_portfolio, resolve_portfolio, unseen_defaults
+from optdiv.spaces.portfolio import is_auto_portfolio, resolve_portfolio
 from optdiv.storage.base import RunStoreError, Store
 from optdiv.storage.memory import MemoryStore
 from optdiv.strategies.methods import MethodSpec, get_method
@@ -265,8 +265,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                                              **(optimizer_options.get("selector_options") or {}),
                                              **({} if pool == "caruana" else {"pool_builder": pool})}
     kind = STRATEGIES[spec.strategy]
-    auto_portfolio = is_auto_portfolio(portfolio)
-    if auto_portfolio and (not kind.model_based or candidates is not None):
+    if is_auto_portfolio(portfolio) and (not kind.model_based or candidates is not None):
         portfolio = None  # "auto" warm-starts what can be warm-started; a replay's library holds no defaults
     initial = resolve_portfolio(portfolio, space.name, task)
     if initial is not None:
@@ -274,8 +273,6 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
             raise ValueError(f"method {method!r} has no initial design to warm-start; a portfolio works with "
                              f"the strategies {', '.join(MODEL_BASED)}")
         optimizer_options = {**(optimizer_options or {}), "initial": initial}
-        if auto_portfolio:  # the product's start: its unseen configurations join it for the final ensemble
-            optimizer_options["unseen"] = unseen_defaults(space.name, task)
     if c.algorithm_share is not None:
         if not kind.model_based:
             raise ValueError(f"method {method!r} cannot cap an algorithm's share of the evaluations; the cap works "

@@ -40,16 +40,6 @@ AUTO = ("auto",)
 #: scikit-learn's 5 neighbours); every other hyperparameter takes the space's default (no feature preprocessing,
 #: standardised inputs). Fast, strong learners first. Written down from the libraries' documentation without
 #: looking at any dataset (the idea of AutoGluon's fixed default portfolio), so it may be compared on every dataset.
-#: ``portfolio="auto"``: configurations evaluated after the library defaults for the final ensemble only, never
-#: shown to the search's surrogates. A LightGBM with many more leaves, smaller leaves and a slower rate (AutoGluon's
-#: default model list holds such a "large" booster; 500 rounds stand in for its early stopping) is strong as one
-#: model, but as an ordinary start it drew most evaluations to LightGBM before other families were tuned.
-UNSEEN_DEFAULTS = {
-    ("autosklearn", task): (("lightgbm", {"num_leaves": 128, "n_estimators": 500, "learning_rate": 0.03,
-                                          "min_child_samples": 5, "colsample_bytree": 0.9}),)
-    for task in ("classification", "regression")
-}
-
 LIBRARY_DEFAULTS = {
     ("autosklearn", "classification"): (
         ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20}),
@@ -114,23 +104,15 @@ def library_defaults(space_name: str, task: str) -> List[Dict]:
     """The configurations of ``portfolio="defaults"`` for a built-in space (:data:`LIBRARY_DEFAULTS`), checked.
     Completing them against the space takes about a second, paid once per process (every estimator's fit starts
     from them): each call returns fresh copies."""
-    return [dict(config) for config in _completed(space_name, task, False)]
-
-
-def unseen_defaults(space_name: str, task: str) -> List[Dict]:
-    """The configurations of :data:`UNSEEN_DEFAULTS` for a built-in space (none for another space), completed
-    with the space's defaults like :func:`library_defaults`."""
-    if (space_name, task) not in UNSEEN_DEFAULTS:
-        return []
-    return [dict(config) for config in _completed(space_name, task, True)]
+    return [dict(config) for config in _library_defaults(space_name, task)]
 
 
 @functools.lru_cache(maxsize=None)
-def _completed(space_name: str, task: str, unseen: bool) -> tuple:
+def _library_defaults(space_name: str, task: str) -> tuple:
     from optdiv.spaces import cs_compat
     from optdiv.spaces import get_space
 
-    entries = (UNSEEN_DEFAULTS if unseen else LIBRARY_DEFAULTS).get((space_name, task))
+    entries = LIBRARY_DEFAULTS.get((space_name, task))
     if entries is None:
         spaces = sorted({name for name, t in LIBRARY_DEFAULTS if t == task})
         raise ValueError(f"no library-defaults portfolio for the {space_name!r} space ({task}); it exists for "

@@ -49,7 +49,6 @@ class Optimizer:
         selector_options: Optional[Dict] = None,
         candidates=None,
         initial: Optional[Sequence[Dict]] = None,
-        unseen: Optional[Sequence[Dict]] = None,
         cost_aware: bool = False,
         max_share: Optional[float] = None,
         time_left: Optional[Callable[[], float]] = None,
@@ -64,11 +63,6 @@ class Optimizer:
         self.time_left = time_left
         self.initial = [dict(c) for c in initial] if initial else []
         self.source = candidates if candidates is not None else SpaceCandidates(space)
-        #: evaluated after ``initial`` for the final ensemble, but never shown to the surrogates: a strong start
-        #: seen by the model draws the search to its family before the others were tuned (see docs/method.md)
-        offered = [self.source.offer(dict(c)) for c in unseen or ()]
-        self.unseen = {config_key(c) for c in offered if c is not None}
-        self.initial += [c for c in offered if c is not None]
         self.method = method
         self.metric = metric
         self.seed = int(seed)
@@ -104,9 +98,6 @@ class Optimizer:
             config = self._from_portfolio(step, seen)
             if config is not None:
                 return Suggestion(config, time.perf_counter() - start, {"strategy": "portfolio"})
-        if self.unseen:
-            history = [obs for obs in history if observation_key(obs) not in self.unseen]
-            context = None if context is None else [obs for obs in context if observation_key(obs) not in self.unseen]
         if algorithm is None and self.max_share is not None:
             algorithm = self._capped(history)
         if self.method == "rs" or step < self.n_initial:

@@ -167,34 +167,3 @@ def test_the_estimators_and_the_cli_start_from_the_library_defaults():
     frame = load_breast_cancer(as_frame=True).frame.sample(200, random_state=0)
     model = OptDivClassifier(budget=3, seed=0).fit(frame.drop(columns="target"), frame["target"])
     assert [obs.algorithm for obs in model.result_.history] == ["lightgbm", "extra_trees", "random_forest"]
-
-
-def test_unseen_configurations_follow_the_portfolio_and_never_reach_the_surrogate():
-    space = tiny_space("classification")
-    deeper = dict(TREE, depth=6)
-
-    class Seen:
-        def __init__(self, config, loss):
-            self.config, self.status, self.val_loss, self.val_pred, self.index = config, "ok", loss, None, 0
-
-    def next_config(unseen, linear_loss):
-        optimizer = Optimizer(space, "bo", "error", seed=0, n_initial=1, initial=[TREE, deeper], unseen=unseen,
-                              **FAST)
-        history = [Seen(TREE, 0.3), Seen(deeper, 0.2)]
-        if optimizer.suggest(history).config != LINEAR and unseen:
-            raise AssertionError("the unseen configuration is offered right after the portfolio")
-        return optimizer.suggest(history + [Seen(LINEAR, linear_loss)]).config
-
-    # hidden from the surrogate, the unseen run's loss cannot steer what comes next; shown, it does
-    assert next_config([LINEAR], 0.01) == next_config([LINEAR], 0.9)
-    assert next_config(None, 0.01) != next_config(None, 0.9)
-
-
-def test_the_product_start_adds_its_unseen_lightgbm_after_the_library_defaults():
-    from optdiv.spaces.portfolio import unseen_defaults
-
-    for task, role in (("classification", "classifier"), ("regression", "regressor")):
-        (large,) = unseen_defaults("autosklearn", task)
-        assert large[f"{role}:__choice__"] == "lightgbm" and large[f"{role}:lightgbm:num_leaves"] == 128
-        assert large not in resolve_portfolio("defaults", "autosklearn", task)
-    assert unseen_defaults("tiny", "classification") == []
