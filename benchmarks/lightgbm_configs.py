@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from race import dataset_task, make_split  # noqa: E402  the race's split and task rule, so these are its rows
+from race import dataset_task, make_split, test_error  # noqa: E402  the race's split, task rule and error
 
 #: ``default``: LightGBM's own defaults; ``large``: many leaves, small leaves, a slow rate and 90 % of the columns
-#: (the kind of "large" booster AutoGluon's default model list holds), with 500 or 1,000 rounds for early stopping.
+#: (the kind of "large" booster AutoGluon's default model list holds), 500 or 1,000 rounds in place of early stopping.
 SETTINGS = {
     "default": {"n_estimators": 100, "num_leaves": 31, "learning_rate": 0.1, "min_child_samples": 20},
     "large": {"n_estimators": 500, "num_leaves": 128, "learning_rate": 0.03, "min_child_samples": 5,
@@ -42,17 +42,15 @@ def measure(csv: Path, seed: int, settings) -> list:
     frame = pd.read_csv(csv)
     X, y = frame.iloc[:, :-1].to_numpy(np.float64), frame.iloc[:, -1].to_numpy()
     train, test = make_split(y, task, seed)
+    model_class = lightgbm.LGBMClassifier if task == "classification" else lightgbm.LGBMRegressor
     lines = []
     for name in settings:
-        model_class = lightgbm.LGBMClassifier if task == "classification" else lightgbm.LGBMRegressor
         model = model_class(n_jobs=1, verbose=-1, random_state=0, **SETTINGS[name])
         began = time.perf_counter()
         model.fit(X[train], y[train])
         seconds = time.perf_counter() - began
-        predicted = model.predict(X[test])
-        error = (100.0 * np.mean(predicted != y[test]) if task == "classification"
-                 else float(np.mean((predicted - y[test]) ** 2)))
-        lines.append({"dataset": csv.stem, "seed": seed, "setting": name, "test_error": float(error),
+        error = test_error(task, y[test], model.predict(X[test]))
+        lines.append({"dataset": csv.stem, "seed": seed, "setting": name, "test_error": error,
                       "fit_seconds": round(seconds, 2)})
     return lines
 
