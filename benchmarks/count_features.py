@@ -25,7 +25,7 @@ from typing import List
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from race import dataset_task, make_split, test_error  # noqa: E402  the race's split, task rule and error
+from race import make_split, read_table, test_error  # noqa: E402  the race's split, task rule and error
 
 MODELS = ("lightgbm", "random_forest")
 
@@ -70,11 +70,7 @@ def _model(name: str, task: str):
 def measure(csv: Path, seed: int, min_distinct: int = 50, min_repeat: float = 2.0) -> list:
     """One line per model on ``csv``'s race split of ``seed``: test error without and with the counts; no line
     where no column qualifies."""
-    import pandas as pd
-
-    task = dataset_task(csv)
-    frame = pd.read_csv(csv)
-    X, y = frame.iloc[:, :-1].to_numpy(np.float64), frame.iloc[:, -1].to_numpy()
+    X, y, task = read_table(csv)
     train, test = make_split(y, task, seed)
     columns = id_like_columns(X[train], min_distinct, min_repeat)
     if not columns:

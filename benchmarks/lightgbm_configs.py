@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from race import dataset_task, make_split, test_error  # noqa: E402  the race's split, task rule and error
+from race import make_split, read_table, test_error  # noqa: E402  the race's split, task rule and error
 
 #: ``default``: LightGBM's own defaults; ``large``: many leaves, small leaves, a slow rate and 90 % of the columns
 #: (the kind of "large" booster AutoGluon's default model list holds), 500 or 1,000 rounds in place of early stopping.
@@ -36,11 +36,8 @@ SETTINGS = {
 def measure(csv: Path, seed: int, settings) -> list:
     """One line per setting: test error and fit seconds on ``csv``'s race split of ``seed``."""
     import lightgbm
-    import pandas as pd
 
-    task = dataset_task(csv)
-    frame = pd.read_csv(csv)
-    X, y = frame.iloc[:, :-1].to_numpy(np.float64), frame.iloc[:, -1].to_numpy()
+    X, y, task = read_table(csv)
     train, test = make_split(y, task, seed)
     model_class = lightgbm.LGBMClassifier if task == "classification" else lightgbm.LGBMRegressor
     lines = []

@@ -237,6 +237,15 @@ def dataset_task(csv: Path) -> str:
     return load_dataset(str(csv)).task
 
 
+def read_table(csv: Path) -> tuple:
+    """(features as float64, target, task) of a CSV whose last column is the target, the task by optdiv's rule."""
+    import numpy as np
+    import pandas as pd
+
+    frame = pd.read_csv(csv)
+    return frame.iloc[:, :-1].to_numpy(np.float64), frame.iloc[:, -1].to_numpy(), dataset_task(csv)
+
+
 def make_split(y, task: str, seed: int, test_size: float = TEST_SIZE) -> tuple:
     """(train rows, test rows): stratified for classification, shuffled for regression, both by ``seed``."""
     import numpy as np
