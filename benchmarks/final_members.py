@@ -48,6 +48,8 @@ same history with and without that member, every member refitted here on every t
         --seeds 0-4 --seconds 60 --out runs/final-members
     python benchmarks/final_members.py pool --data-dir ../shared/datasets --datasets cpu_act,quake \\
         --seeds 0-4 --seconds 60 --out runs/final-members
+    python benchmarks/final_members.py trees --data-dir ../shared/datasets --datasets amazon_employee,wind \
+        --seeds 0-2 --seconds 60 --out runs/final-members
     python benchmarks/final_members.py report --out runs/final-members
 
 ``size``: does the final selection want more or fewer greedy steps than the product's 25 (auto-sklearn takes
@@ -58,10 +60,15 @@ and ``size100`` steps (``all``: its own 25).
 candidates? The same searches and refits as ``prior``; the product's selection made again among only the 5, 10
 and 20 evaluations of lowest validation loss (``top5``, ``top10``, ``top20``; ``all``: every evaluation).
 
+``trees``: is a forest member worth refitting with more trees than the search fitted (100, auto-sklearn's space)?
+The same searches and refits as ``prior``; the product's selection unchanged, its forest members (random forests
+and extra trees) refitted with 300 and with 500 trees (``trees300``, ``trees500``; ``all``: 100), every other
+member as in ``all``; ``forest_weight`` is the forests' share of the selection.
+
 Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl, OUT/prior.jsonl, OUT/size.jsonl and
-OUT/pool.jsonl is one (dataset, seed[, algorithm]) with every variant's test error (% or MSE); ``report`` prints
+OUT/pool.jsonl, OUT/trees.jsonl is one (dataset, seed[, algorithm]) with every variant's test error (% or MSE); ``report`` prints
 the means and, per variant, lower / level / higher against ``refit`` (bags, ensemble) or ``all`` (reselect, prior,
-size, pool) with a two-sided Wilcoxon p over the pairs.
+size, pool, trees) with a two-sided Wilcoxon p over the pairs.
 """
 
 from __future__ import annotations
@@ -93,6 +100,7 @@ ENSEMBLE_VARIANTS = ("estimator", "refit", "bag4", "bag4+refit")
 PRIOR_VARIANTS = ("all", "prior")
 SIZES = (10, 50, 100)  # Caruana steps besides the product's
 POOLS = (5, 10, 20)  # the final selection's candidates: only this many evaluations of lowest validation loss
+TREES = (300, 500)  # a forest member's trees when refitted (searched with 100)
 
 
 def _load(data_dir: Path, name: str):
@@ -117,13 +125,14 @@ def _record(path: Path, line: dict) -> None:
     print(json.dumps(line), flush=True)
 
 
-def _test_prediction(result, X, y, X_test, y_true, task, n_classes, seed, config):
-    """``config`` of ``result``'s space fitted on ``X``, ``y``: its test rows' prediction, None when it fails."""
+def _test_prediction(result, X, y, X_test, y_true, task, n_classes, seed, config, rounds=None):
+    """``config`` of ``result``'s space fitted on ``X``, ``y`` (``rounds``: trees or boosting rounds instead of the
+    configured): its test rows' prediction, None when it fails."""
     from optdiv.data import Splits
     from optdiv.evaluation.fitting import fit_predict
 
     on = Splits(X, y, X.iloc[:2], y[:2], X_test, y_true, None)  # two validation rows: the split needs some
-    run = fit_predict(result.space.build, on, task, n_classes, seed, config)
+    run = fit_predict(result.space.build, on, task, n_classes, seed, config, rounds=rounds)
     return run["test_pred"] if run["ok"] else None
 
 
@@ -322,19 +331,21 @@ def _reselection(args, name, seed):
     selection, loss = result.info["ensemble_selection"], result.info["metric"]
     tested = {}
 
-    def test_pred(obs):
+    def test_pred(obs, trees=None):
         if obs is None:
             return prior_test
-        if obs.index not in tested:
-            tested[obs.index] = _test_prediction(result, X_all, y_all, X_test, y_true, task, n_classes, seed,
-                                                 obs.config)
-        return tested[obs.index]
+        if trees is not None and not _is_forest(result.space.build, obs.config, seed):
+            trees = None  # only a forest's trees change; every other member is its plain refit
+        if (obs.index, trees) not in tested:
+            tested[obs.index, trees] = _test_prediction(result, X_all, y_all, X_test, y_true, task, n_classes,
+                                                        seed, obs.config, rounds=trees)
+        return tested[obs.index, trees]
 
-    def chosen(candidates, size=model.ensemble_size):
-        """(test error, the constant member's weight)."""
+    def chosen(candidates, size=model.ensemble_size, trees=None):
+        """(test error, the constant member's weight); ``trees``: forest members refitted with that many."""
         members, weights = choose_members(candidates, view.y_val, loss, "caruana", size, seed,
                                           selection_loss=selection["loss"], bags=selection["bags"])
-        preds = [test_pred(candidates[i].obs) for i in members]
+        preds = [test_pred(candidates[i].obs, trees) for i in members]
         kept = [j for j, p in enumerate(preds) if p is not None]
         share = float(sum(w for i, w in zip(members, weights) if candidates[i].obs is None))
         weights = weights[kept] / weights[kept].sum()
@@ -346,7 +357,29 @@ def _reselection(args, name, seed):
     candidates = [SimpleNamespace(status="ok", val_pred=obs.val_pred, obs=obs)
                   for obs in result.history if obs.status == "ok"]
     return SimpleNamespace(line=line, chosen=chosen, candidates=candidates, view=view, y_all=y_all, y_true=y_true,
-                           prior_test=prior_test, task=task, n_classes=n_classes)
+                           prior_test=prior_test, task=task, n_classes=n_classes, result=result, seed=seed,
+                           size=model.ensemble_size)
+
+
+def _is_forest(build, config, seed) -> bool:
+    from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor, RandomForestClassifier, RandomForestRegressor
+
+    from optdiv.evaluation.fitting import final_estimator
+
+    forests = (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier, ExtraTreesRegressor)
+    return isinstance(final_estimator(build(dict(config), seed)), forests)
+
+
+def _forest_weight(again) -> float:
+    """The share of the product's selection that forests hold."""
+    from optdiv.final.choice import choose_members
+
+    result = again.result
+    members, weights = choose_members(again.candidates, again.view.y_val, result.info["metric"], "caruana",
+                                      again.size, again.seed, selection_loss=result.info["ensemble_selection"]["loss"],
+                                      bags=result.info["ensemble_selection"]["bags"])
+    return float(sum(w for i, w in zip(members, weights)
+                     if _is_forest(result.space.build, again.candidates[i].obs.config, again.seed)))
 
 
 def run_prior(args) -> None:
@@ -388,6 +421,18 @@ def run_pool(args) -> None:
             line = {**again.line, "all": again.chosen(again.candidates)[0]}
             for count in POOLS:
                 line[f"top{count}"] = again.chosen(ranked[:count])[0]
+            _record(out, line)
+
+
+def run_trees(args) -> None:
+    out = args.out / "trees.jsonl"
+    for name in args.datasets:
+        for seed in args.seeds:
+            again = _reselection(args, name, seed)
+            line = {**again.line, "forest_weight": round(_forest_weight(again), 4),
+                    "all": again.chosen(again.candidates)[0]}
+            for trees in TREES:
+                line[f"trees{trees}"] = again.chosen(again.candidates, trees=trees)[0]
             _record(out, line)
 
 
@@ -433,7 +478,7 @@ def run_report(args) -> None:
         shares = [line["prior_weight"] for line in lines]
         print(f"\nconstant member kept in {sum(w > 0 for w in shares)} of {len(shares)} selections "
               f"(weight {min(shares):.2f}-{max(shares):.2f})")
-    for check, prefix in (("size", "size"), ("pool", "top")):  # variants named by a count after their prefix
+    for check, prefix in (("size", "size"), ("pool", "top"), ("trees", "trees")):  # variants named by a count after their prefix
         path = args.out / f"{check}.jsonl"
         if path.exists():
             lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
@@ -445,7 +490,7 @@ def run_report(args) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in ("bags", "ensemble", "reselect", "prior", "size", "pool"):
+    for command in ("bags", "ensemble", "reselect", "prior", "size", "pool", "trees"):
         sub = commands.add_parser(command)
         sub.add_argument("--data-dir", type=Path, required=True)
         sub.add_argument("--datasets", type=lambda s: [x for x in s.split(",") if x], required=True)
@@ -461,7 +506,7 @@ def main(argv=None) -> int:
     if args.command != "report":
         args.out.mkdir(parents=True, exist_ok=True)
     {"bags": run_bags, "ensemble": run_ensemble, "reselect": run_reselect, "prior": run_prior,
-     "size": run_size, "pool": run_pool, "report": run_report}[args.command](args)
+     "size": run_size, "pool": run_pool, "trees": run_trees, "report": run_report}[args.command](args)
     return 0
 
 
