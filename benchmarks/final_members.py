@@ -65,10 +65,10 @@ The same searches and refits as ``prior``; the product's selection unchanged, it
 and extra trees) refitted with 300 and with 500 trees (``trees300``, ``trees500``; ``all``: 100), every other
 member as in ``all``; ``forest_weight`` is the forests' share of the selection.
 
-Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl, OUT/prior.jsonl, OUT/size.jsonl and
-OUT/pool.jsonl, OUT/trees.jsonl is one (dataset, seed[, algorithm]) with every variant's test error (% or MSE); ``report`` prints
-the means and, per variant, lower / level / higher against ``refit`` (bags, ensemble) or ``all`` (reselect, prior,
-size, pool, trees) with a two-sided Wilcoxon p over the pairs.
+Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl, OUT/prior.jsonl, OUT/size.jsonl,
+OUT/pool.jsonl and OUT/trees.jsonl is one (dataset, seed[, algorithm]) with every variant's test error (% or MSE);
+``report`` prints the means and, per variant, lower / level / higher against ``refit`` (bags, ensemble) or ``all``
+(reselect, prior, size, pool, trees) with a two-sided Wilcoxon p over the pairs.
 """
 
 from __future__ import annotations
@@ -362,7 +362,8 @@ def _reselection(args, name, seed):
 
 
 def _is_forest(build, config, seed) -> bool:
-    from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor, RandomForestClassifier, RandomForestRegressor
+    from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, RandomForestClassifier,
+                                  RandomForestRegressor)
 
     from optdiv.evaluation.fitting import final_estimator
 
@@ -478,7 +479,8 @@ def run_report(args) -> None:
         shares = [line["prior_weight"] for line in lines]
         print(f"\nconstant member kept in {sum(w > 0 for w in shares)} of {len(shares)} selections "
               f"(weight {min(shares):.2f}-{max(shares):.2f})")
-    for check, prefix in (("size", "size"), ("pool", "top"), ("trees", "trees")):  # variants named by a count after their prefix
+    # variants named by a count after their prefix
+    for check, prefix in (("size", "size"), ("pool", "top"), ("trees", "trees")):
         path = args.out / f"{check}.jsonl"
         if path.exists():
             lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]

@@ -134,3 +134,29 @@ def test_the_pool_check_chooses_again_among_the_best_evaluations_and_a_pool_of_a
     assert 0.0 < line["top1"] < float(np.var(frame["target"])) * 2  # a real model's MSE, not a constant's
     fm.run_report(Namespace(out=tmp_path))
     assert "## pool: 1 (dataset, seed) searches" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(300)
+def test_the_trees_check_refits_only_forests_and_their_searched_count_repeats_the_product(script, tmp_path,
+                                                                                          monkeypatch):
+    fm = script("final_members")
+    monkeypatch.setattr(fm, "TREES", (100, 3))  # 100: the trees the space fits, so the product's own refits
+    _noisy_line(tmp_path, seed=6)
+    fm.run_trees(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    (line,) = [json.loads(x) for x in (tmp_path / "trees.jsonl").read_text().splitlines()]
+    assert line["trees100"] == line["all"]
+    assert 0.0 <= line["forest_weight"] <= 1.0
+    if line["forest_weight"] == 0.0:
+        assert line["trees3"] == line["all"]  # no forest in the selection: nothing refitted otherwise
+
+
+def test_only_random_forests_and_extra_trees_count_as_forests(script):
+    from optdiv.spaces import get_space
+    from optdiv.spaces.portfolio import library_defaults
+
+    fm = script("final_members")
+    space = get_space("autosklearn", "regression")
+    found = {c["regressor:__choice__"]: fm._is_forest(space.build, c, 0) for c in library_defaults("autosklearn",
+                                                                                                  "regression")}
+    assert found["random_forest"] and found["extra_trees"]
+    assert not any(found[name] for name in ("lightgbm", "gradient_boosting", "k_nearest_neighbors", "ridge"))
