@@ -48,7 +48,7 @@ same history with and without that member, every member refitted here on every t
         --seeds 0-4 --seconds 60 --out runs/final-members
     python benchmarks/final_members.py pool --data-dir ../shared/datasets --datasets cpu_act,quake \\
         --seeds 0-4 --seconds 60 --out runs/final-members
-    python benchmarks/final_members.py trees --data-dir ../shared/datasets --datasets amazon_employee,wind \
+    python benchmarks/final_members.py longer --data-dir ../shared/datasets --datasets amazon_employee,wind \
         --seeds 0-2 --seconds 60 --out runs/final-members
     python benchmarks/final_members.py report --out runs/final-members
 
@@ -60,15 +60,16 @@ and ``size100`` steps (``all``: its own 25).
 candidates? The same searches and refits as ``prior``; the product's selection made again among only the 5, 10
 and 20 evaluations of lowest validation loss (``top5``, ``top10``, ``top20``; ``all``: every evaluation).
 
-``trees``: is a forest member worth refitting with more trees than the search fitted (100, auto-sklearn's space)?
-The same searches and refits as ``prior``; the product's selection unchanged, its forest members (random forests
-and extra trees) refitted with 300 and with 500 trees (``trees300``, ``trees500``; ``all``: 100), every other
-member as in ``all``; ``forest_weight`` is the forests' share of the selection.
+``longer``: is a member worth refitting with more rounds than the search scored? The same searches and refits as
+``prior``; the product's selection unchanged, its forest members (random forests and extra trees) refitted with 300
+trees (``trees300``; the search fits 100), or its LightGBM members with half their
+learning rate for twice their rounds (``slow2``); every other member as in ``all``. ``forest_weight`` and
+``lightgbm_weight``: their shares of the selection.
 
 Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl, OUT/prior.jsonl, OUT/size.jsonl,
-OUT/pool.jsonl and OUT/trees.jsonl is one (dataset, seed[, algorithm]) with every variant's test error (% or MSE);
+OUT/pool.jsonl and OUT/longer.jsonl is one (dataset, seed[, algorithm]) with every variant's test error (% or MSE);
 ``report`` prints the means and, per variant, lower / level / higher against ``refit`` (bags, ensemble) or ``all``
-(reselect, prior, size, pool, trees) with a two-sided Wilcoxon p over the pairs.
+(reselect, prior, size, pool, longer) with a two-sided Wilcoxon p over the pairs.
 """
 
 from __future__ import annotations
@@ -100,7 +101,6 @@ ENSEMBLE_VARIANTS = ("estimator", "refit", "bag4", "bag4+refit")
 PRIOR_VARIANTS = ("all", "prior")
 SIZES = (10, 50, 100)  # Caruana steps besides the product's
 POOLS = (5, 10, 20)  # the final selection's candidates: only this many evaluations of lowest validation loss
-TREES = (300, 500)  # a forest member's trees when refitted (searched with 100)
 
 
 def _load(data_dir: Path, name: str):
@@ -125,14 +125,15 @@ def _record(path: Path, line: dict) -> None:
     print(json.dumps(line), flush=True)
 
 
-def _test_prediction(result, X, y, X_test, y_true, task, n_classes, seed, config, rounds=None):
-    """``config`` of ``result``'s space fitted on ``X``, ``y`` (``rounds``: trees or boosting rounds instead of the
-    configured): its test rows' prediction, None when it fails."""
+def _test_prediction(result, X, y, X_test, y_true, task, n_classes, seed, config):
+    """``config`` of ``result``'s space (or built by ``result``, a space's build function) fitted on ``X``, ``y``:
+    its test rows' prediction, None when it fails."""
     from optdiv.data import Splits
     from optdiv.evaluation.fitting import fit_predict
 
     on = Splits(X, y, X.iloc[:2], y[:2], X_test, y_true, None)  # two validation rows: the split needs some
-    run = fit_predict(result.space.build, on, task, n_classes, seed, config, rounds=rounds)
+    build = result if callable(result) else result.space.build
+    run = fit_predict(build, on, task, n_classes, seed, config)
     return run["test_pred"] if run["ok"] else None
 
 
@@ -331,21 +332,23 @@ def _reselection(args, name, seed):
     selection, loss = result.info["ensemble_selection"], result.info["metric"]
     tested = {}
 
-    def test_pred(obs, trees=None):
+    def test_pred(obs, change=None):
         if obs is None:
             return prior_test
-        if trees is not None and not _is_forest(result.space.build, obs.config, seed):
-            trees = None  # only a forest's trees change; every other member is its plain refit
-        if (obs.index, trees) not in tested:
-            tested[obs.index, trees] = _test_prediction(result, X_all, y_all, X_test, y_true, task, n_classes,
-                                                        seed, obs.config, rounds=trees)
-        return tested[obs.index, trees]
+        if change is not None and not _changes(change, result.space.build, obs.config, seed):
+            change = None  # a member the change leaves alone is its plain refit
+        if (obs.index, change) not in tested:
+            build = result.space.build if change is None else _changed(change, result.space.build)
+            tested[obs.index, change] = _test_prediction(build, X_all, y_all, X_test, y_true, task, n_classes,
+                                                         seed, obs.config)
+        return tested[obs.index, change]
 
-    def chosen(candidates, size=model.ensemble_size, trees=None):
-        """(test error, the constant member's weight); ``trees``: forest members refitted with that many."""
+    def chosen(candidates, size=model.ensemble_size, change=None):
+        """(test error, the constant member's weight); ``change``: a key of :data:`CHANGES`, the members it
+        applies to refitted with it."""
         members, weights = choose_members(candidates, view.y_val, loss, "caruana", size, seed,
                                           selection_loss=selection["loss"], bags=selection["bags"])
-        preds = [test_pred(candidates[i].obs, trees) for i in members]
+        preds = [test_pred(candidates[i].obs, change) for i in members]
         kept = [j for j, p in enumerate(preds) if p is not None]
         share = float(sum(w for i, w in zip(members, weights) if candidates[i].obs is None))
         weights = weights[kept] / weights[kept].sum()
@@ -361,26 +364,67 @@ def _reselection(args, name, seed):
                            size=model.ensemble_size)
 
 
-def _is_forest(build, config, seed) -> bool:
+def _is_forest(model) -> bool:
     from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, RandomForestClassifier,
                                   RandomForestRegressor)
 
+    return isinstance(model, (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier,
+                              ExtraTreesRegressor))
+
+
+def _more_trees(trees: int):
+    def change(model) -> bool:
+        if not _is_forest(model):
+            return False
+        model.set_params(n_estimators=trees)
+        return True
+    return change
+
+
+def _slower(factor: int):
+    """LightGBM at ``1/factor`` of its learning rate for ``factor`` times its rounds."""
+    def change(model) -> bool:
+        import lightgbm
+
+        if not isinstance(model, lightgbm.LGBMModel):
+            return False
+        model.set_params(learning_rate=model.learning_rate / factor, n_estimators=model.n_estimators * factor)
+        return True
+    return change
+
+
+#: What a member's refit may change: forests grown to more trees than the search fitted (100, auto-sklearn's
+#: space), LightGBM boosted twice as long at half its learning rate.
+CHANGES = {"trees300": _more_trees(300), "slow2": _slower(2)}
+
+
+def _changes(change: str, build, config, seed) -> bool:
+    """Whether ``CHANGES[change]`` applies to the model ``config`` builds."""
     from optdiv.evaluation.fitting import final_estimator
 
-    forests = (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier, ExtraTreesRegressor)
-    return isinstance(final_estimator(build(dict(config), seed)), forests)
+    return CHANGES[change](final_estimator(build(dict(config), seed)))
 
 
-def _forest_weight(again) -> float:
-    """The share of the product's selection that forests hold."""
+def _changed(change: str, build):
+    """``build`` with ``CHANGES[change]`` applied to the model it builds."""
+    from optdiv.evaluation.fitting import final_estimator
+
+    def changed(config, seed):
+        model = build(config, seed)
+        CHANGES[change](final_estimator(model))
+        return model
+    return changed
+
+
+def _weight_changed(again, change: str) -> float:
+    """The share of the product's selection that ``CHANGES[change]`` applies to."""
     from optdiv.final.choice import choose_members
 
-    result = again.result
+    result, selection = again.result, again.result.info["ensemble_selection"]
     members, weights = choose_members(again.candidates, again.view.y_val, result.info["metric"], "caruana",
-                                      again.size, again.seed, selection_loss=result.info["ensemble_selection"]["loss"],
-                                      bags=result.info["ensemble_selection"]["bags"])
+                                      again.size, again.seed, selection_loss=selection["loss"], bags=selection["bags"])
     return float(sum(w for i, w in zip(members, weights)
-                     if _is_forest(result.space.build, again.candidates[i].obs.config, again.seed)))
+                     if _changes(change, result.space.build, again.candidates[i].obs.config, again.seed)))
 
 
 def run_prior(args) -> None:
@@ -425,15 +469,16 @@ def run_pool(args) -> None:
             _record(out, line)
 
 
-def run_trees(args) -> None:
-    out = args.out / "trees.jsonl"
+def run_longer(args) -> None:
+    out = args.out / "longer.jsonl"
     for name in args.datasets:
         for seed in args.seeds:
             again = _reselection(args, name, seed)
-            line = {**again.line, "forest_weight": round(_forest_weight(again), 4),
+            line = {**again.line, "forest_weight": round(_weight_changed(again, "trees300"), 4),
+                    "lightgbm_weight": round(_weight_changed(again, "slow2"), 4),
                     "all": again.chosen(again.candidates)[0]}
-            for trees in TREES:
-                line[f"trees{trees}"] = again.chosen(again.candidates, trees=trees)[0]
+            for change in CHANGES:
+                line[change] = again.chosen(again.candidates, change=change)[0]
             _record(out, line)
 
 
@@ -480,19 +525,26 @@ def run_report(args) -> None:
         print(f"\nconstant member kept in {sum(w > 0 for w in shares)} of {len(shares)} selections "
               f"(weight {min(shares):.2f}-{max(shares):.2f})")
     # variants named by a count after their prefix
-    for check, prefix in (("size", "size"), ("pool", "top"), ("trees", "trees")):
+    for check, prefix in (("size", "size"), ("pool", "top")):
         path = args.out / f"{check}.jsonl"
         if path.exists():
             lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
             print(f"\n## {check}: {len(lines)} (dataset, seed) searches, test error by dataset\n")
             counts = sorted({key for key in lines[0] if key.startswith(prefix)}, key=lambda key: int(key[len(prefix):]))
             print("\n".join(_table(lines, ("estimator", "all", *counts), "all", "dataset")))
+    longer = args.out / "longer.jsonl"
+    if longer.exists():
+        lines = [json.loads(x) for x in longer.read_text().splitlines() if x.strip()]
+        print(f"\n## longer: {len(lines)} (dataset, seed) searches, test error by dataset\n")
+        print("\n".join(_table(lines, ("estimator", "all", *CHANGES), "all", "dataset")))
+        for kind in ("forest", "lightgbm"):
+            print(f"\n{kind} weight in the selection: mean {np.mean([x[kind + '_weight'] for x in lines]):.2f}")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in ("bags", "ensemble", "reselect", "prior", "size", "pool", "trees"):
+    for command in ("bags", "ensemble", "reselect", "prior", "size", "pool", "longer"):
         sub = commands.add_parser(command)
         sub.add_argument("--data-dir", type=Path, required=True)
         sub.add_argument("--datasets", type=lambda s: [x for x in s.split(",") if x], required=True)
@@ -508,7 +560,7 @@ def main(argv=None) -> int:
     if args.command != "report":
         args.out.mkdir(parents=True, exist_ok=True)
     {"bags": run_bags, "ensemble": run_ensemble, "reselect": run_reselect, "prior": run_prior,
-     "size": run_size, "pool": run_pool, "trees": run_trees, "report": run_report}[args.command](args)
+     "size": run_size, "pool": run_pool, "longer": run_longer, "report": run_report}[args.command](args)
     return 0
 
 

@@ -137,26 +137,31 @@ def test_the_pool_check_chooses_again_among_the_best_evaluations_and_a_pool_of_a
 
 
 @pytest.mark.timeout(300)
-def test_the_trees_check_refits_only_forests_and_their_searched_count_repeats_the_product(script, tmp_path,
-                                                                                          monkeypatch):
+def test_the_longer_check_refits_only_the_members_a_change_applies_to(script, tmp_path, monkeypatch):
     fm = script("final_members")
-    monkeypatch.setattr(fm, "TREES", (100, 3))  # 100: the trees the space fits, so the product's own refits
+    # 100 trees: what the space fits, so the product's own refits; 3 trees: a change that must show
+    monkeypatch.setattr(fm, "CHANGES", {"trees300": fm._more_trees(100), "slow2": fm._slower(1),
+                                        "trees3": fm._more_trees(3)})
     _noisy_line(tmp_path, seed=6)
-    fm.run_trees(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
-    (line,) = [json.loads(x) for x in (tmp_path / "trees.jsonl").read_text().splitlines()]
-    assert line["trees100"] == line["all"]
-    assert 0.0 <= line["forest_weight"] <= 1.0
+    fm.run_longer(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    (line,) = [json.loads(x) for x in (tmp_path / "longer.jsonl").read_text().splitlines()]
+    assert line["trees300"] == line["all"] and line["slow2"] == line["all"]
+    assert 0.0 <= line["forest_weight"] <= 1.0 and 0.0 <= line["lightgbm_weight"] <= 1.0
     if line["forest_weight"] == 0.0:
         assert line["trees3"] == line["all"]  # no forest in the selection: nothing refitted otherwise
+    else:
+        assert line["trees3"] != line["all"]
 
 
-def test_only_random_forests_and_extra_trees_count_as_forests(script):
+def test_a_change_applies_to_its_algorithms_only(script):
     from optdiv.spaces import get_space
     from optdiv.spaces.portfolio import library_defaults
 
     fm = script("final_members")
     space = get_space("autosklearn", "regression")
-    found = {c["regressor:__choice__"]: fm._is_forest(space.build, c, 0) for c in library_defaults("autosklearn",
-                                                                                                  "regression")}
-    assert found["random_forest"] and found["extra_trees"]
-    assert not any(found[name] for name in ("lightgbm", "gradient_boosting", "k_nearest_neighbors", "ridge"))
+    configs = {c["regressor:__choice__"]: c for c in library_defaults("autosklearn", "regression")}
+    for change, applies in (("trees300", {"random_forest", "extra_trees"}), ("slow2", {"lightgbm"})):
+        assert {name for name, c in configs.items() if fm._changes(change, space.build, c, 0)} == applies
+    lgb = fm._changed("slow2", space.build)(dict(configs["lightgbm"]), 0)
+    from optdiv.evaluation.fitting import final_estimator
+    assert final_estimator(lgb).learning_rate == 0.05 and final_estimator(lgb).n_estimators == 200
