@@ -125,14 +125,13 @@ def _record(path: Path, line: dict) -> None:
     print(json.dumps(line), flush=True)
 
 
-def _test_prediction(result, X, y, X_test, y_true, task, n_classes, seed, config):
-    """``config`` of ``result``'s space (or built by ``result``, a space's build function) fitted on ``X``, ``y``:
-    its test rows' prediction, None when it fails."""
+def _test_prediction(build, X, y, X_test, y_true, task, n_classes, seed, config):
+    """``config`` built by ``build`` (a space's) and fitted on ``X``, ``y``: its test rows' prediction, None when it
+    fails."""
     from optdiv.data import Splits
     from optdiv.evaluation.fitting import fit_predict
 
     on = Splits(X, y, X.iloc[:2], y[:2], X_test, y_true, None)  # two validation rows: the split needs some
-    build = result if callable(result) else result.space.build
     run = fit_predict(build, on, task, n_classes, seed, config)
     return run["test_pred"] if run["ok"] else None
 
@@ -221,8 +220,8 @@ def run_ensemble(args) -> None:
             fits = [np.arange(n_train)] + [np.setdiff1d(np.arange(len(y_all)), part) for part in parts]
 
             def test_pred(config, rows):
-                return _test_prediction(result, X_all.iloc[rows], y_all[rows], X_test, y_true, task, n_classes, seed,
-                                        config)
+                return _test_prediction(result.space.build, X_all.iloc[rows], y_all[rows], X_test, y_true, task,
+                                        n_classes, seed, config)
 
             members = {"refit": [], "bag4": [], "bag4+refit": []}
             weights = []
@@ -272,8 +271,8 @@ def run_reselect(args) -> None:
 
             def test_pred(obs):
                 if obs.index not in tested:
-                    tested[obs.index] = _test_prediction(result, view.X_train, view.y_train, X_test, y_true, task,
-                                                         n_classes, seed, obs.config)
+                    tested[obs.index] = _test_prediction(result.space.build, view.X_train, view.y_train, X_test,
+                                                         y_true, task, n_classes, seed, obs.config)
                 return tested[obs.index]
 
             def chosen(candidates) -> float:
@@ -343,11 +342,15 @@ def _reselection(args, name, seed):
                                                          seed, obs.config)
         return tested[obs.index, change]
 
+    def select(candidates, size=model.ensemble_size):
+        """The product's selection over ``candidates``: (their positions, weights)."""
+        return choose_members(candidates, view.y_val, loss, "caruana", size, seed, selection_loss=selection["loss"],
+                              bags=selection["bags"])
+
     def chosen(candidates, size=model.ensemble_size, change=None):
         """(test error, the constant member's weight); ``change``: a key of :data:`CHANGES`, the members it
         applies to refitted with it."""
-        members, weights = choose_members(candidates, view.y_val, loss, "caruana", size, seed,
-                                          selection_loss=selection["loss"], bags=selection["bags"])
+        members, weights = select(candidates, size)
         preds = [test_pred(candidates[i].obs, change) for i in members]
         kept = [j for j, p in enumerate(preds) if p is not None]
         share = float(sum(w for i, w in zip(members, weights) if candidates[i].obs is None))
@@ -359,9 +362,9 @@ def _reselection(args, name, seed):
             "estimator": _error(task, y_true, model_prediction(model, X_test, task))}
     candidates = [SimpleNamespace(status="ok", val_pred=obs.val_pred, obs=obs)
                   for obs in result.history if obs.status == "ok"]
-    return SimpleNamespace(line=line, chosen=chosen, candidates=candidates, view=view, y_all=y_all, y_true=y_true,
-                           prior_test=prior_test, task=task, n_classes=n_classes, result=result, seed=seed,
-                           size=model.ensemble_size)
+    return SimpleNamespace(line=line, chosen=chosen, select=select, candidates=candidates, view=view, y_all=y_all,
+                           y_true=y_true, prior_test=prior_test, task=task, n_classes=n_classes, result=result,
+                           seed=seed)
 
 
 def _is_forest(model) -> bool:
@@ -416,15 +419,11 @@ def _changed(change: str, build):
     return changed
 
 
-def _weight_changed(again, change: str) -> float:
-    """The share of the product's selection that ``CHANGES[change]`` applies to."""
-    from optdiv.final.choice import choose_members
-
-    result, selection = again.result, again.result.info["ensemble_selection"]
-    members, weights = choose_members(again.candidates, again.view.y_val, result.info["metric"], "caruana",
-                                      again.size, again.seed, selection_loss=selection["loss"], bags=selection["bags"])
+def _weight_changed(again, members, weights, change: str) -> float:
+    """The share of the selection (``members``, ``weights`` of ``again.candidates``) that ``CHANGES[change]``
+    applies to."""
     return float(sum(w for i, w in zip(members, weights)
-                     if _changes(change, result.space.build, again.candidates[i].obs.config, again.seed)))
+                     if _changes(change, again.result.space.build, again.candidates[i].obs.config, again.seed)))
 
 
 def run_prior(args) -> None:
@@ -474,8 +473,9 @@ def run_longer(args) -> None:
     for name in args.datasets:
         for seed in args.seeds:
             again = _reselection(args, name, seed)
-            line = {**again.line, "forest_weight": round(_weight_changed(again, "trees300"), 4),
-                    "lightgbm_weight": round(_weight_changed(again, "slow2"), 4),
+            members, weights = again.select(again.candidates)
+            line = {**again.line, "forest_weight": round(_weight_changed(again, members, weights, "trees300"), 4),
+                    "lightgbm_weight": round(_weight_changed(again, members, weights, "slow2"), 4),
                     "all": again.chosen(again.candidates)[0]}
             for change in CHANGES:
                 line[change] = again.chosen(again.candidates, change=change)[0]

@@ -154,6 +154,7 @@ def test_the_longer_check_refits_only_the_members_a_change_applies_to(script, tm
 
 
 def test_a_change_applies_to_its_algorithms_only(script):
+    from optdiv.evaluation.fitting import final_estimator
     from optdiv.spaces import get_space
     from optdiv.spaces.portfolio import library_defaults
 
@@ -163,5 +164,4 @@ def test_a_change_applies_to_its_algorithms_only(script):
     for change, applies in (("trees300", {"random_forest", "extra_trees"}), ("slow2", {"lightgbm"})):
         assert {name for name, c in configs.items() if fm._changes(change, space.build, c, 0)} == applies
     lgb = fm._changed("slow2", space.build)(dict(configs["lightgbm"]), 0)
-    from optdiv.evaluation.fitting import final_estimator
     assert final_estimator(lgb).learning_rate == 0.05 and final_estimator(lgb).n_estimators == 200
