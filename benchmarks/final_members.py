@@ -347,24 +347,27 @@ def _reselection(args, name, seed):
         return choose_members(candidates, view.y_val, loss, "caruana", size, seed, selection_loss=selection["loss"],
                               bags=selection["bags"])
 
-    def chosen(candidates, size=model.ensemble_size, change=None):
-        """(test error, the constant member's weight); ``change``: a key of :data:`CHANGES`, the members it
-        applies to refitted with it."""
-        members, weights = select(candidates, size)
+    def scored(candidates, members, weights, change=None):
+        """(test error, the constant member's weight) of a selection (``members``, ``weights``) of ``candidates``;
+        ``change``: a key of :data:`CHANGES`, the members it applies to refitted with it."""
         preds = [test_pred(candidates[i].obs, change) for i in members]
         kept = [j for j, p in enumerate(preds) if p is not None]
         share = float(sum(w for i, w in zip(members, weights) if candidates[i].obs is None))
         weights = weights[kept] / weights[kept].sum()
         return _error(task, y_true, weighted_prediction([preds[j] for j in kept], weights)), share
 
+    def chosen(candidates, size=model.ensemble_size):
+        """(test error, the constant member's weight) of the product's selection over ``candidates``."""
+        return scored(candidates, *select(candidates, size))
+
     line = {"dataset": name, "seed": seed, "task": task, "seconds": args.seconds, "cv": k,
             "evaluations": len(result.history),
             "estimator": _error(task, y_true, model_prediction(model, X_test, task))}
     candidates = [SimpleNamespace(status="ok", val_pred=obs.val_pred, obs=obs)
                   for obs in result.history if obs.status == "ok"]
-    return SimpleNamespace(line=line, chosen=chosen, select=select, candidates=candidates, view=view, y_all=y_all,
-                           y_true=y_true, prior_test=prior_test, task=task, n_classes=n_classes, result=result,
-                           seed=seed)
+    return SimpleNamespace(line=line, chosen=chosen, select=select, scored=scored, candidates=candidates, view=view,
+                           y_all=y_all, y_true=y_true, prior_test=prior_test, task=task, n_classes=n_classes,
+                           result=result, seed=seed)
 
 
 def _is_forest(model) -> bool:
@@ -476,9 +479,9 @@ def run_longer(args) -> None:
             members, weights = again.select(again.candidates)
             line = {**again.line, "forest_weight": round(_weight_changed(again, members, weights, "trees300"), 4),
                     "lightgbm_weight": round(_weight_changed(again, members, weights, "slow2"), 4),
-                    "all": again.chosen(again.candidates)[0]}
+                    "all": again.scored(again.candidates, members, weights)[0]}
             for change in CHANGES:
-                line[change] = again.chosen(again.candidates, change=change)[0]
+                line[change] = again.scored(again.candidates, members, weights, change)[0]
             _record(out, line)
 
 

@@ -238,12 +238,18 @@ def dataset_task(csv: Path) -> str:
 
 
 def read_table(csv: Path) -> tuple:
-    """(features as float64, target, task) of a CSV whose last column is the target, the task by optdiv's rule."""
+    """(features as float64, target, task) of a CSV whose last column is the target, the task by optdiv's rule
+    (the rows read once, then checked by optdiv as its loader checks them)."""
     import numpy as np
     import pandas as pd
 
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from optdiv.data import from_frame
+
     frame = pd.read_csv(csv)
-    return frame.iloc[:, :-1].to_numpy(np.float64), frame.iloc[:, -1].to_numpy(), dataset_task(csv)
+    task = from_frame(frame, name=csv.stem).task
+    return frame.iloc[:, :-1].to_numpy(np.float64), frame.iloc[:, -1].to_numpy(), task
 
 
 def make_split(y, task: str, seed: int, test_size: float = TEST_SIZE) -> tuple:
