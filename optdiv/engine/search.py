@@ -356,6 +356,11 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
     history, stopped, constraints, n_folds = outcome.history, outcome.stopped, p.constraints, p.n_folds
     search_seconds = time.perf_counter() - (p.start if p.started is None else p.started)
     if not any(obs.status == "ok" for obs in history) and stopped is not None:
+        failed = [obs for obs in history if obs.status == "failed" and obs.error]
+        if history and len(failed) == len(history):  # more time would not help: say what failed
+            first = failed[0].error.strip().splitlines()[0]
+            raise RuntimeError(f"no evaluation finished within the time budget of {c.time_budget:g} s: all "
+                               f"{len(history)} failed, the first with: {first}")
         raise RuntimeError(f"no evaluation finished within the time budget of {c.time_budget:g} s "
                            f"({len(history)} evaluated); raise the time budget")
     if constraints:

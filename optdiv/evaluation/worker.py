@@ -50,6 +50,7 @@ import multiprocessing.util  # noqa: F401  (so our atexit hook runs before its c
 import os
 import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from multiprocessing.connection import wait
@@ -221,6 +222,13 @@ def thread_limit_environment(threads: Optional[int]):
                 os.environ[name] = value
 
 
+def _send_start_data(conn, args) -> None:
+    try:
+        conn.send(args)
+    except (BrokenPipeError, EOFError, OSError, TypeError, ValueError):  # TypeError: the pipe closed under it
+        pass  # the worker died while starting, or was stopped: receive() reports it
+
+
 class Worker:
     """One worker process and the parent's end of its pipe.
 
@@ -242,11 +250,13 @@ class Worker:
         self.kept_until = 0.0  # while kept for the next evaluator (keep): when it leaves on its own
         self.rebound = False  # a kept worker handed to another evaluator (take_kept), not a fresh process
         # The data go over the pipe, not in the start payload: a spawned child that dies before reading a start
-        # payload larger than the OS pipe buffer (an unguarded main script) would block start() forever.
-        try:
-            parent_conn.send(args)
-        except (BrokenPipeError, EOFError, OSError):
-            pass  # the worker died while starting; receive() reports it
+        # payload larger than the OS pipe buffer (an unguarded main script) would block start() forever. They are
+        # sent from a thread: data larger than the pipe buffer are only taken once the child has imported its
+        # libraries (seconds), and a caller starting several workers would otherwise wait for each in turn. Nothing
+        # else is sent before the child answers "ready", which it does only once it holds the data.
+        self._sending: Optional[threading.Thread] = threading.Thread(
+            target=_send_start_data, args=(parent_conn, args), name="optdiv-worker-start", daemon=True)
+        self._sending.start()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.is_alive()
@@ -285,12 +295,17 @@ class Worker:
     def stop(self) -> None:
         _LIVE_WORKERS.discard(self)
         proc, conn, self.proc, self.conn = self.proc, self.conn, None, None
-        if proc is not None and conn is not None and not self.busy and proc.is_alive():
+        starting = self._sending is not None and self._sending.is_alive()  # its data still going over the pipe
+        if proc is not None and conn is not None and not self.busy and not starting and proc.is_alive():
             try:
                 conn.send(None)  # idle worker: ask it to leave on its own
                 proc.join(0.5)
             except (OSError, EOFError):
                 pass
+        if starting and proc is not None:  # end it before its pipe is closed under the sending thread's write
+            _stop_process(proc, None)
+            self._sending.join(KILL_GRACE)
+            proc = None
         _stop_process(proc, conn)
 
 

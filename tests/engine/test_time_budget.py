@@ -597,3 +597,10 @@ def test_a_row_sampled_search_grows_its_members_to_the_rows_their_refits_fit_in(
     # the tiny tree's refit took far less than predicted: at that pace the others fit on every row
     assert {m["rows"] for m in model.info if m["index"] != heaviest} == {"train+validation"}
     assert model.predict(cls_splits.X_test).shape == (len(cls_splits.y_test),)
+
+
+def test_a_search_whose_every_evaluation_failed_says_what_failed_not_to_raise_the_budget(cls_splits):
+    with pytest.raises(RuntimeError, match=r"all \d+ failed, the first with: .*injected") as caught:
+        search(cls_splits, "classification", n_classes=2, method="rs", space=tiny_space.tiny_space("classification"),
+               budget=None, time_budget=15, seed=0, optimizer_options=FAST, faults="raise=1.0")
+    assert "raise the time budget" not in str(caught.value)

@@ -292,6 +292,35 @@ def test_an_unguarded_script_stops_with_a_hint_instead_of_hanging(tmp_path):
     assert "guard the script's entry point" in done.stderr
 
 
+def test_workers_start_side_by_side_and_one_stopped_while_its_data_are_in_flight_ends(tmp_path):
+    """Data larger than a pipe's buffer are only taken once a worker has imported its libraries: they are sent
+    from a thread, so starting several workers does not wait for each in turn."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(20000, 20)), columns=[f"x{i}" for i in range(20)])  # 3.2 MB
+    frame = X.assign(target=(X["x0"] > 0).astype(int))
+    from optdiv.data import from_frame
+
+    big = split(from_frame(frame, target="target", name="big"), seed=0)
+    evaluators = [Evaluator(builders.by_name, big, "classification", "error", n_classes=2, time_limit=60,
+                            memory_limit_mb=4096 + i) for i in range(3)]  # own limits: none takes a kept worker
+    try:
+        for ev in evaluators:
+            ev.spawn()
+        in_flight = [ev._holder[0]._sending.is_alive() for ev in evaluators]
+        assert all(in_flight)  # every spawn returned before its worker took the data
+        stopped = evaluators[2]._holder[0]
+        evaluators[2].close()  # stopped while its data were still going over: neither hangs nor leaks the thread
+        assert evaluators[2]._holder[0] is None and not stopped._sending.is_alive() and stopped.proc is None
+        for index, ev in enumerate(evaluators[:2]):
+            obs = ev.evaluate({"algorithm": "logreg"}, index=index)
+            assert obs.ok and obs.val_pred.shape[0] == len(big.y_val)
+    finally:
+        for ev in evaluators:
+            ev.close()
+
+
 def _worker_pid(ev: Evaluator) -> int:
     return ev._holder[0].proc.pid
 
