@@ -220,6 +220,8 @@ class PreparedSearch:
         """After each recorded evaluation: the finishing reserve follows the history, and saved pipelines that
         can no longer be members are deleted (those of ``ensemble``, the current suggestion's pool, are kept)."""
         self.reserve.follow(done)
+        if self.refitter is not None:
+            self.refitter.start()  # once the evaluation workers are up: its start-up no longer delays theirs
         if self.digest is not None:
             self.pipelines.prune(self.digest, done, protect=ensemble)
 
@@ -306,14 +308,14 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
                               bag_folds=c.fold_models == "bagged")
     digest = evaluator.rows_digest  # None: nothing is saved (cross-validation, a replay)
     history = store.load()
-    refitter = None  # the final refits' worker, started now so its start-up runs beside the search
+    refitter = None  # the final refits' worker, started with the first result so its start-up runs beside the search
     refit_rows = splits if all_rows is None else all_rows  # the rows the final members are refitted on
     if c.refit and deadline is not None and pipelines is not None and folds is None and digest is not None:
         import pandas as pd
 
         refitter = Refitter(space, pd.concat([refit_rows.X_train, refit_rows.X_val], axis=0),
                             np.concatenate([refit_rows.y_train, refit_rows.y_val]), task, n_classes, seed, pipelines,
-                            deadline, threads=refit_threads)
+                            deadline, threads=refit_threads, start=bool(history))  # a resumed run's at once
     fold_refits = None  # cross-validation saves no member without fold bags: all-row refits can run ahead
     if folds is not None and digest is None and deadline is not None and all_rows is None and c.refit_ahead:
         fold_refits = FoldRefits(space, splits.X_train, splits.y_train, task, seed, n_folds, threads=threads)

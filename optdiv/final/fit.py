@@ -286,20 +286,27 @@ def fit_model(result: SearchResult, space, splits: Splits, task, classes, column
 class Refitter:
     """Refits members on train+validation in a worker process, each stopped at the deadline (less the time kept
     for the end of the call), so a refit slower than predicted cannot overrun the time budget. Its worker is
-    started when the refitter is made (by the search, at its start), so the refits do not wait for one."""
+    started when the refitter is made, or with ``start=False`` at :meth:`start` (the search starts it once its first
+    evaluation is recorded, so its start-up does not compete with the evaluation workers' own), so the refits do not
+    wait for one."""
 
     def __init__(self, space, X_all, y_all, task, n_classes, seed, saved: SavedPipelines, deadline: Deadline,
-                 threads: int = 1):
+                 threads: int = 1, start: bool = True):
         self.splits = Splits(X_all, y_all, None, None, None, None)
         self.digest = splits_digest(X_all, y_all)
         self.saved, self.deadline = saved, deadline
         self.evaluator = Evaluator(space.build, self.splits, task, "error" if task == "classification" else "mse",
                                    n_classes=n_classes, seed=seed, time_limit=max(deadline.left(), 1.0),
                                    pipelines_dir=saved.folder, threads=threads)
-        self.evaluator.spawn()
+        if start:
+            self.start()
         self.failed: Dict[int, str] = {}  # evaluation index -> why its refit failed (it is not tried again)
         self.ahead_times: List[Dict] = []  # the refits run ahead, during the search (:meth:`refit_ahead`)
         self.pace = RefitPace()  # what the refits taken so far took of their predictions
+
+    def start(self) -> None:
+        """Start the refit worker without waiting for it (a no-op once started)."""
+        self.evaluator.spawn()
 
     def fit(self, obs):
         """(the member refitted on train+validation, None) or (None, why not); a member already refitted

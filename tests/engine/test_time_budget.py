@@ -604,3 +604,21 @@ def test_a_search_whose_every_evaluation_failed_says_what_failed_not_to_raise_th
         search(cls_splits, "classification", n_classes=2, method="rs", space=tiny_space.tiny_space("classification"),
                budget=None, time_budget=15, seed=0, optimizer_options=FAST, faults="raise=1.0")
     assert "raise the time budget" not in str(caught.value)
+
+
+def test_the_refit_worker_starts_with_the_first_result_not_beside_the_evaluation_workers_start_up(cls_splits):
+    from optdiv.config import RunConfig
+    from optdiv.engine.search import prepare
+    from optdiv.storage.memory import MemoryStore
+
+    config = RunConfig.from_options(method="rs-es", space=timed_space(with_slow=False), budget=3, time_budget=60,
+                                    refit=True, seed=0)
+    prepared = prepare(cls_splits, "classification", config, n_classes=2, store=MemoryStore(), candidates=None,
+                       evaluator=None, started=None)
+    try:
+        assert prepared.refitter is not None and not prepared.refitter.evaluator.started
+        prepared.finished([])  # what the loop calls once an evaluation is recorded
+        assert prepared.refitter.evaluator.started
+    finally:
+        prepared.refitter.close()
+        prepared.runner.close()
