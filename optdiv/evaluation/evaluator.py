@@ -51,6 +51,14 @@ from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, keep,
 GROWTH_SHARE = 0.7
 
 
+def _refuse_while_bootstrapping(what: str) -> None:
+    """Stop a process that multiprocessing is still starting (a script without an ``if __name__ == "__main__"``
+    guard, re-run by a worker's spawn start-up) with one line that says how to fix it."""
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError(f"optdiv {what} while this process was being started by multiprocessing: guard the "
+                           f"script's entry point with if __name__ == '__main__':")
+
+
 class Evaluator(EvaluatorInterface):
     """Evaluate configurations on fixed splits, each fit in a worker process under ``time_limit`` seconds.
 
@@ -142,6 +150,7 @@ class Evaluator(EvaluatorInterface):
         rows) then runs beside the caller's work, and the first call that needs it waits only for what is left."""
         if self.in_process or self._holder[0] is not None:
             return
+        _refuse_while_bootstrapping("started a worker process")
         watched, capped = self._memory_limits()
         args = (self.build, self.splits, self.task, self.n_classes, self.seed, capped)
         self._holder[0] = take_kept(self._worker_kind(), args)  # one a closed evaluator left, without start-up
@@ -211,9 +220,7 @@ class Evaluator(EvaluatorInterface):
         Raises RuntimeError when called while this process is itself being spawned (a script without an
         ``if __name__ == "__main__"`` guard, re-run by a worker's start-up): every evaluation would fail, and a
         store would fill with failures instead of the script stopping."""
-        if getattr(multiprocessing.current_process(), "_inheriting", False):
-            raise RuntimeError("optdiv evaluated a configuration while this process was being started by "
-                               "multiprocessing: guard the script's entry point with if __name__ == '__main__':")
+        _refuse_while_bootstrapping("evaluated a configuration")
         config = dict(config)
         started = time.perf_counter()
         self.last_start_seconds = 0.0

@@ -292,6 +292,25 @@ def test_an_unguarded_script_stops_with_a_hint_instead_of_hanging(tmp_path):
     assert "guard the script's entry point" in done.stderr
 
 
+def test_an_unguarded_estimator_script_ends_saying_what_failed_not_to_raise_the_budget(tmp_path):
+    """The estimator's fit in a script without the guard: its workers die starting (each re-runs the script and
+    stops at its first worker start with one line), and the fit names that instead of asking for more time."""
+    import subprocess
+
+    script = tmp_path / "unguarded_fit.py"
+    script.write_text(
+        "from sklearn.datasets import load_breast_cancer\n"
+        "from optdiv.sklearn import OptDivClassifier\n"
+        "X, y = load_breast_cancer(return_X_y=True)\n"
+        "OptDivClassifier(time_budget=10, seed=0).fit(X, y)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    ended = [line for line in done.stderr.splitlines() if "no evaluation finished within the time budget" in line]
+    assert len(ended) == 1 and "failed, the first with: worker process exited" in ended[0]
+    assert "if __name__ == '__main__'" in ended[0]
+    assert "optdiv started a worker process while this process was being started by multiprocessing" in done.stderr
+
+
 def test_workers_start_side_by_side_and_one_stopped_while_its_data_are_in_flight_ends(tmp_path):
     """Data larger than a pipe's buffer are only taken once a worker has imported its libraries: they are sent
     from a thread, so starting several workers does not wait for each in turn."""
