@@ -341,7 +341,7 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
         if refitter is not None:
             refitter.close()
         raise
-    prepared = PreparedSearch(
+    return PreparedSearch(
         config=c, splits=splits, task=task, n_classes=n_classes, method=spec,
         strategy=strategy, space=space, loss=loss, ensemble_loss=ensemble_loss, ensemble_bags=ensemble_bags,
         constraints=constraints, n_folds=n_folds, runner=runner, history=history,
@@ -349,9 +349,6 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
         digest=digest, reserve=reserve, refitter=refitter, fold_refits=fold_refits, all_rows=all_rows,
         threads=threads,
         refit_threads=refit_threads)
-    if refitter is not None:  # the refits kept time for are those of the members the final selection would take
-        reserve.choose = prepared.final_members
-    return prepared
 
 
 def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> SearchResult:

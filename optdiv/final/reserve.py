@@ -116,9 +116,6 @@ class FinishReserve:
         self.latest: Sequence = history  # the history as the loop last handed it over
         self.computed: Optional[tuple] = None  # (history key, seconds, seconds less the overrun) last computed
         self.members: List = []  # the likely final members of the history last computed
-        #: ``choose(history)``: the members the final model would hold if the search stopped now (the search's own
-        #: final selection, bootstrap bags included), followed instead of :func:`likely_members` where it is set
-        self.choose: Optional[Callable[[Sequence], List]] = None
 
     def follow(self, history: Sequence) -> None:
         """The history after a recorded evaluation: the next :meth:`seconds` plans for it."""
@@ -136,9 +133,7 @@ class FinishReserve:
             cap = left if cap is None else min(cap, left)
         if self.computed is None or self.computed[0] != key or self.computed[1] != cap:
             if self.computed is None or self.computed[0] != key:
-                chosen = [] if self.choose is None else self.choose(self.latest)
-                self.members = chosen or likely_members(self.latest, self.y_val, self.loss, self.ensemble_size,
-                                                        self.seed)
+                self.members = likely_members(self.latest, self.y_val, self.loss, self.ensemble_size, self.seed)
             both = [finish_reserve(self.members, self.pipelines, self.digest, self.refit, self.n_folds,
                                    started=self.started, refits_share=share, rows=self.rows,
                                    refits_cap=cap, refitted=self.refitted, pace=self.pace)
