@@ -68,7 +68,8 @@ import numpy as np
 
 from optdiv.core.believers import BELIEVER_NEIGHBOURS, BELIEVER_TREES, believed_losses, believed_predictions
 from optdiv.evaluation.constraints import enforce
-from optdiv.evaluation.observation import DEADLINE, PENDING, WORST_LOSS, Observation, algorithm_of
+from optdiv.evaluation.observation import (DEADLINE, PENDING, WORKER_START_FAILED, WORST_LOSS, Observation,
+                                           algorithm_of)
 from optdiv.spaces.candidates import SpaceCandidates, seen_keys
 from optdiv.storage.atomic import to_jsonable
 from optdiv.storage.base import Store
@@ -81,6 +82,14 @@ MAX_LOSSES = 2
 #: Seconds past the end of a time-budgeted search after which evaluations still running are cancelled (each
 #: is capped at the deadline already: this covers a worker that does not answer).
 GIVE_UP_SECONDS = 3.0
+
+#: Evaluations in a row whose worker process died starting, before any evaluation succeeded, after which the search
+#: stops (:data:`~optdiv.evaluation.observation.WORKER_START_FAILED`): the cause is the same for every later start,
+#: and a time budget of an hour would otherwise be spent restarting workers before the error is named.
+START_FAILURES_TO_STOP = 3
+
+#: ``LoopResult.stopped`` of a search stopped by :data:`START_FAILURES_TO_STOP`.
+WORKERS_WOULD_NOT_START = "worker processes could not start"
 
 
 @dataclass
@@ -111,6 +120,7 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
     that does not fit in the time left (False for a replay, whose library has only the members it has).
     ``on_finished(history, ensemble)`` runs after each recorded observation, with the evaluation indices of the
     ensemble the latest suggestion was made for (saved pipelines to keep); ``progress(recorded, budget, obs)`` too.
+    The search also stops after :data:`START_FAILURES_TO_STOP` evaluations in a row whose worker died starting.
     ``ahead(history)``: run when the time left would end the search, to do part of the final model's work now (the
     refits); True when it did some, and the loop then checks the time left again.
     """
@@ -124,7 +134,8 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
     if missing:
         raise ValueError(f"run {store.location}: evaluations {missing[:10]} were neither issued "
                          f"nor recorded; the run directory is damaged")
-    state = {"stopped": None, "last_seconds": 0.0, "ensemble": [], "ahead": 0, "cut": False}
+    state = {"stopped": None, "last_seconds": 0.0, "ensemble": [], "ahead": 0, "cut": False, "broken_starts": 0,
+             "succeeded": any(obs.status == "ok" for obs in done)}
     stats = {"requeued": [], "lost": [], "reissued": list(reissue)}
     suggested: Dict[int, float] = {}
     running: Dict[int, dict] = {}  # index -> configuration, of every evaluation submitted and not yet ended
@@ -171,10 +182,19 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
             done.insert(bisect.bisect([o.index for o in done], obs.index), obs)
         else:
             done.append(obs)
+        note_start(obs)
         if on_finished is not None:
             on_finished(done, state["ensemble"])
         if progress is not None:
             progress(len(done), budget, obs)
+
+    def note_start(obs: Observation) -> None:
+        state["succeeded"] = state["succeeded"] or obs.status == "ok"
+        broke = obs.status == "failed" and bool((obs.measures or {}).get(WORKER_START_FAILED))
+        state["broken_starts"] = state["broken_starts"] + 1 if broke and not state["succeeded"] else 0
+        if state["broken_starts"] >= START_FAILURES_TO_STOP and state["stopped"] is None:
+            state["stopped"] = (f"{WORKERS_WOULD_NOT_START}: {state['broken_starts']} evaluations in a row failed "
+                                f"while their worker process started, before any evaluation succeeded")
 
     def ended(item) -> None:
         running.pop(item.index, None)

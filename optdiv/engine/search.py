@@ -20,7 +20,7 @@ from optdiv.config import RunConfig
 from optdiv.core.metric_vocabulary import resolve
 from optdiv.core.metrics import mean_loss
 from optdiv.data import Splits, cross_validation_view, resolve_search_rows, row_sample_view
-from optdiv.engine.loop import LoopResult, search_loop
+from optdiv.engine.loop import WORKERS_WOULD_NOT_START, LoopResult, search_loop
 from optdiv.engine.result import SearchResult
 from optdiv.evaluation.constraints import Constraint, InfeasibleSearchError, parse_constraints, settings_form
 from optdiv.evaluation.evaluator import Evaluator
@@ -361,6 +361,9 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
         failed = [obs for obs in history if obs.status == "failed" and obs.error]
         if history and len(failed) == len(history):  # more time would not help: say what failed
             first = failed[0].error.strip().splitlines()[0]
+            if stopped.startswith(WORKERS_WOULD_NOT_START):
+                raise RuntimeError(f"no evaluation finished: the search stopped after {len(history)} evaluations, "
+                                   f"whose worker processes could not start; the first with: {first}")
             raise RuntimeError(f"no evaluation finished within the time budget of {c.time_budget:g} s: all "
                                f"{len(history)} failed, the first with: {first}")
         raise RuntimeError(f"no evaluation finished within the time budget of {c.time_budget:g} s "

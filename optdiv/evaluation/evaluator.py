@@ -42,7 +42,7 @@ from optdiv.evaluation.fitting import MAX_ERROR_CHARS, error_text, fit_predict, 
 from optdiv.evaluation.threads import with_threads
 from optdiv.evaluation.interface import EvaluatorInterface, WorkerRecipe
 from optdiv.evaluation.memory import can_watch_memory, resolve_memory_limit, splits_mb
-from optdiv.evaluation.observation import DEADLINE, WORST_LOSS, Observation, algorithm_of
+from optdiv.evaluation.observation import DEADLINE, WORKER_START_FAILED, WORST_LOSS, Observation, algorithm_of
 from optdiv.evaluation.pipelines import part_rows_digest, pipeline_path, splits_digest
 from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, keep, shutdown, take_kept
 
@@ -134,6 +134,7 @@ class Evaluator(EvaluatorInterface):
         self._rows_digest: Optional[str] = None
         self.worker_starts = 0  # how many times a worker was started or taken over from a closed evaluator
         self.last_start_seconds = 0.0  # of the last evaluate call, the seconds spent starting a worker
+        self.last_start_broke = False  # whether the last worker start failed for good (died, not timed out)
         self._holder: list = [None]
         self._task_counter = 0
         self._finalizer = weakref.finalize(self, shutdown, self._holder)
@@ -324,8 +325,10 @@ class Evaluator(EvaluatorInterface):
         kind, payload = worker.receive(min(START_TIMEOUT, max(timeout, 0.0)))
         if kind == "msg" and isinstance(payload, tuple) and payload and payload[0] == "ready":
             worker.ready = True
+            self.last_start_broke = False
             return None
         self._stop()
+        self.last_start_broke = kind != "timeout"  # a slow start may be the machine's load; the others repeat
         if kind == "timeout":
             return f"worker process did not start within {min(START_TIMEOUT, max(timeout, 0.0)):.0f} s"
         if kind == "memory":
@@ -342,7 +345,8 @@ class Evaluator(EvaluatorInterface):
         if problem is not None:
             if cut is not None and time.perf_counter() >= cut:
                 return self._cut_at_deadline(config, index, time.perf_counter() - called)
-            return self._failed(config, index, "failed", problem, 0.0)
+            return self._failed(config, index, "failed", problem, 0.0,
+                                {WORKER_START_FAILED: 1.0} if self.last_start_broke else None)
         worker = self._holder[0]
         self._task_counter += 1
         task_id = self._task_counter

@@ -21,6 +21,11 @@ DEADLINE = "deadline"
 #: ``infeasible`` is set by the engine, not here: an ok run that violates a constraint (optdiv.evaluation.constraints).
 STATUSES = ("ok", "failed", "timeout", "infeasible", DEADLINE)
 
+#: Measure set to 1 on a failed evaluation whose worker process died before it was ready (an unimportable build
+#: function, a main script without the ``__main__`` guard, a memory limit below what starting needs): every later
+#: start would fail the same way, which the search loop uses to stop instead of spending its budget on it.
+WORKER_START_FAILED = "worker_start_failed"
+
 #: Status of a pseudo-observation standing for a configuration still being evaluated (several evaluations at once):
 #: its ``val_loss`` is a believed loss and its ``val_pred`` a predicted behaviour (optdiv.engine.loop). It only ever
 #: exists inside one ``suggest`` call's history, never in a store.

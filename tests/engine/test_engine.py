@@ -1,6 +1,7 @@
 """The search loop end to end on a tiny space: methods, failures, resume, result.json, bad input."""
 
 import json
+import sys
 
 import numpy as np
 import pandas as pd
@@ -9,9 +10,11 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 from tiny_space import tiny_space
 
 from optdiv.data import DataError, from_frame, split
+from optdiv.engine.loop import START_FAILURES_TO_STOP
 from optdiv.engine.run import run
 from optdiv.engine.search import resolve_metric, search
 from optdiv.evaluation.evaluator import Evaluator
+from optdiv.evaluation.observation import WORKER_START_FAILED
 from optdiv.storage.files import RunStore, RunStoreError
 from optdiv.strategies.methods import get_method
 from optdiv.strategies.model_based import Optimizer
@@ -92,6 +95,19 @@ def test_failures_are_recorded_and_the_search_goes_on(cls_splits):
     assert all(obs.val_pred is None and obs.val_loss == 1.0 for obs in failed)
     assert all("always fails" in obs.error for obs in failed)
     assert all(result.history[i].status == "ok" for i in result.member_indices)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the resident set is read from /proc on Linux")
+def test_a_search_whose_workers_cannot_start_stops_and_names_why(tmp_path, cls_splits):
+    """A memory limit below what a worker needs to start fails every start alike: the search stops after a few,
+    with the reason, instead of restarting workers until its budget of 500 evaluations is spent."""
+    store = RunStore(tmp_path / "run")
+    with pytest.raises(RuntimeError, match="could not start; the first with: exceeded the memory limit of 30 MB"):
+        search(cls_splits, "classification", n_classes=2, method="rs", space=tiny_space("classification"),
+               budget=500, seed=0, memory_limit_mb=30, store=store, optimizer_options=FAST)
+    recorded = RunStore(tmp_path / "run").load()
+    assert len(recorded) == START_FAILURES_TO_STOP
+    assert all(obs.status == "failed" and obs.measures[WORKER_START_FAILED] == 1.0 for obs in recorded)
 
 
 def test_suggestions_are_deterministic_and_resume_exactly(tmp_path, cls_splits):
