@@ -326,8 +326,9 @@ def _make_dataset(name: str, X: pd.DataFrame, y: pd.Series, task: str, min_rows:
 
     classes, codes = _encode_labels(y)
     if len(classes) < 2:
+        only = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]  # 0.0, not np.float64(0.0)
         raise DataError(
-            f"target column {tname!r} has a single class ({classes[0]!r}); classification needs at least two"
+            f"target column {tname!r} has a single class ({only!r}); classification needs at least two"
         )
     return Dataset(name, X, codes.astype(np.int64), "classification", classes)
 
