@@ -53,10 +53,11 @@ GROWTH_SHARE = 0.7
 
 def _refuse_while_bootstrapping(what: str) -> None:
     """Stop a process that multiprocessing is still starting (a script without an ``if __name__ == "__main__"``
-    guard, re-run by a worker's spawn start-up) with one line that says how to fix it."""
+    guard, re-run by a worker's spawn start-up) with one line that says how to fix it: SystemExit prints no
+    traceback, and a script's own ``except Exception`` around the fit cannot swallow it and run on in the child."""
     if getattr(multiprocessing.current_process(), "_inheriting", False):
-        raise RuntimeError(f"optdiv {what} while this process was being started by multiprocessing: guard the "
-                           f"script's entry point with if __name__ == '__main__':")
+        raise SystemExit(f"optdiv {what} while this process was being started by multiprocessing: guard the "
+                         f"script's entry point with if __name__ == '__main__':")
 
 
 class Evaluator(EvaluatorInterface):
@@ -218,7 +219,7 @@ class Evaluator(EvaluatorInterface):
         when it is below the evaluator's own limit and ends the evaluation, the status is :data:`DEADLINE`.
         In process there is no limit to enforce.
 
-        Raises RuntimeError when called while this process is itself being spawned (a script without an
+        Ends the process (SystemExit, one line) when called while this process is itself being spawned (a script without an
         ``if __name__ == "__main__"`` guard, re-run by a worker's start-up): every evaluation would fail, and a
         store would fill with failures instead of the script stopping."""
         _refuse_while_bootstrapping("evaluated a configuration")

@@ -290,7 +290,7 @@ def test_an_unguarded_script_stops_with_a_hint_instead_of_hanging(tmp_path):
     statuses = [line for line in done.stdout.splitlines() if line.startswith("STATUS")]
     assert len(statuses) == 1 and statuses[0].startswith("STATUS failed")  # the parent's line only
     assert "if __name__ == '__main__'" in statuses[0]
-    assert "guard the script's entry point" in done.stderr
+    assert "guard the script's entry point" in done.stderr and "Traceback" not in done.stderr  # one line
 
 
 def test_an_unguarded_estimator_script_ends_saying_what_failed_not_to_raise_the_budget(tmp_path):
@@ -311,6 +311,7 @@ def test_an_unguarded_estimator_script_ends_saying_what_failed_not_to_raise_the_
     assert len(ended) == 1 and "could not start; the first with: worker process exited" in ended[0]
     assert "if __name__ == '__main__'" in ended[0]
     assert "optdiv started a worker process while this process was being started by multiprocessing" in done.stderr
+    assert done.stderr.count("Traceback") == 1  # the script's own error; each worker says one line, no traceback
 
 
 def test_workers_start_side_by_side_and_one_stopped_while_its_data_are_in_flight_ends(tmp_path):
