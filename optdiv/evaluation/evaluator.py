@@ -219,9 +219,9 @@ class Evaluator(EvaluatorInterface):
         when it is below the evaluator's own limit and ends the evaluation, the status is :data:`DEADLINE`.
         In process there is no limit to enforce.
 
-        Ends the process (SystemExit, one line) when called while this process is itself being spawned (a script without an
-        ``if __name__ == "__main__"`` guard, re-run by a worker's start-up): every evaluation would fail, and a
-        store would fill with failures instead of the script stopping."""
+        Ends the process (SystemExit, one line) when called while it is itself being spawned (a script without
+        an ``if __name__ == "__main__"`` guard, re-run by a worker's start-up): every evaluation would fail, and
+        a store would fill with failures instead of the script stopping."""
         _refuse_while_bootstrapping("evaluated a configuration")
         config = dict(config)
         started = time.perf_counter()
