@@ -68,8 +68,8 @@ import numpy as np
 
 from optdiv.core.believers import BELIEVER_NEIGHBOURS, BELIEVER_TREES, believed_losses, believed_predictions
 from optdiv.evaluation.constraints import enforce
-from optdiv.evaluation.observation import (DEADLINE, PENDING, WORKER_START_FAILED, WORST_LOSS, Observation,
-                                           algorithm_of)
+from optdiv.evaluation.observation import (DEADLINE, PENDING, WORST_LOSS, Observation, algorithm_of,
+                                           worker_start_failed)
 from optdiv.spaces.candidates import SpaceCandidates, seen_keys
 from optdiv.storage.atomic import to_jsonable
 from optdiv.storage.base import Store
@@ -84,7 +84,7 @@ MAX_LOSSES = 2
 GIVE_UP_SECONDS = 3.0
 
 #: Evaluations in a row whose worker process died starting, before any evaluation succeeded, after which the search
-#: stops (:data:`~optdiv.evaluation.observation.WORKER_START_FAILED`): the cause is the same for every later start,
+#: stops (:func:`~optdiv.evaluation.observation.worker_start_failed`): the cause is the same for every later start,
 #: and a time budget of an hour would otherwise be spent restarting workers before the error is named.
 START_FAILURES_TO_STOP = 3
 
@@ -190,8 +190,8 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
 
     def note_start(obs: Observation) -> None:
         state["succeeded"] = state["succeeded"] or obs.status == "ok"
-        broke = obs.status == "failed" and bool((obs.measures or {}).get(WORKER_START_FAILED))
-        state["broken_starts"] = state["broken_starts"] + 1 if broke and not state["succeeded"] else 0
+        broke = worker_start_failed(obs) and not state["succeeded"]
+        state["broken_starts"] = state["broken_starts"] + 1 if broke else 0
         if state["broken_starts"] >= START_FAILURES_TO_STOP and state["stopped"] is None:
             state["stopped"] = (f"{WORKERS_WOULD_NOT_START}: {state['broken_starts']} evaluations in a row failed "
                                 f"while their worker process started, before any evaluation succeeded")

@@ -27,7 +27,7 @@ from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.fault_plan import parse_faults
 from optdiv.evaluation.faults import inject_faults
 from optdiv.evaluation.memory import resolve_memory_limit, splits_mb
-from optdiv.evaluation.observation import WORKER_START_FAILED
+from optdiv.evaluation.observation import worker_start_failed
 from optdiv.evaluation.pipelines import SavedPipelines
 from optdiv.execution.factory import make_runner
 from optdiv.execution.runner import Runner
@@ -361,8 +361,7 @@ def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> S
     if not any(obs.status == "ok" for obs in history) and stopped is not None:
         failed = [obs for obs in history if obs.status == "failed" and obs.error]
         if stopped.startswith(WORKERS_WOULD_NOT_START):  # with or without a time budget
-            broken = [obs for obs in failed if (obs.measures or {}).get(WORKER_START_FAILED)]
-            first = broken[0].error.strip().splitlines()[0]
+            first = next(obs for obs in history if worker_start_failed(obs)).error.strip().splitlines()[0]
             raise RuntimeError(f"no evaluation finished: the search stopped after {len(history)} evaluations, "
                                f"whose worker processes could not start; the first with: {first}")
         if history and len(failed) == len(history):  # more time would not help: say what failed

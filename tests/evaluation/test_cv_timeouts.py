@@ -58,7 +58,7 @@ def test_the_time_limit_is_per_fold_under_cv(cls_splits):
         obs = ev.evaluate(slow, 0)
         elapsed = time.perf_counter() - began
     assert obs.status == "ok", obs.error
-    assert elapsed > 2.5  # the evaluation as a whole did pass one time limit
+    assert elapsed > 1.5 * 2.5  # the evaluation as a whole did pass one time limit (4 x 1 s of sleep)
     assert obs.val_pred.shape == (len(view.y_val), 2) and obs.partial_loss is None
     # the holdout split keeps one limit for its one fit
     with Evaluator(builders.by_name, cls_splits, "classification", "error", n_classes=2, time_limit=0.5) as ev:
