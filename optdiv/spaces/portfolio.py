@@ -43,6 +43,8 @@ AUTO = ("auto",)
 LIBRARY_DEFAULTS = {
     ("autosklearn", "classification"): (
         ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20}),
+        ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20,
+                      "extra_trees": "True"}),
         ("extra_trees", {}),
         ("random_forest", {}),
         ("gradient_boosting", {}),
@@ -52,6 +54,8 @@ LIBRARY_DEFAULTS = {
     ),
     ("autosklearn", "regression"): (
         ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20}),
+        ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20,
+                      "extra_trees": "True"}),
         ("extra_trees", {}),
         ("random_forest", {}),
         ("gradient_boosting", {}),
