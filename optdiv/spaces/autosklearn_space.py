@@ -1,8 +1,8 @@
 """DivBO's search space (Appendix A.3, VolcanoML-derived), built on scikit-learn and LightGBM.
 
 Classification: a choice of 11 classifiers, a balancing choice, 6 rescalers and 15 feature
-preprocessors (103 hyperparameters). Regression: 8 regressors, the same rescalers and 12
-regression-valid preprocessors (82 hyperparameters). Names follow auto-sklearn's convention
+preprocessors (102 hyperparameters). Regression: 8 regressors, the same rescalers and 12
+regression-valid preprocessors (81 hyperparameters). Names follow auto-sklearn's convention
 (``classifier:__choice__``, ``classifier:random_forest:criterion``, ...). The pipeline is::
 
     rescaling -> feature_preprocessor -> classifier / regressor
@@ -30,8 +30,7 @@ Ranges come from auto-sklearn 0.15 / VolcanoML (mindware) components; choices ma
   gradient boosting, which need dense input;
 * the polynomial preprocessor expands only the 25 (degree 2) / 10 (degree 3) best features by
   F-test and keeps the originals, like VolcanoML's bounded generator;
-* LightGBM's ``subsample`` takes effect (``subsample_freq=1``), and its ``extra_trees`` switch (random split
-  thresholds, AutoGluon's "LightGBMXT") is a hyperparameter: a cheap booster that errs differently;
+* LightGBM's ``subsample`` takes effect (``subsample_freq=1``);
 * left out: VolcanoML's "cross features" (random pairwise crosses of categorical columns with a
   random seed as its only hyperparameter; no scikit-learn counterpart).
 
@@ -138,7 +137,6 @@ def _lightgbm():
     c.int("min_child_samples", 5, 30, 20)
     c.float("subsample", 0.7, 1.0, 1.0)
     c.float("colsample_bytree", 0.7, 1.0, 1.0)
-    c.categorical("extra_trees", ["False", "True"], "False")
     return c
 
 
@@ -369,8 +367,7 @@ def _build_model(task, kind, p, class_weight, seed):
         return cls(n_estimators=int(p["n_estimators"]), num_leaves=int(p["num_leaves"]), max_depth=15,
                    learning_rate=float(p["learning_rate"]), min_child_samples=int(p["min_child_samples"]),
                    subsample=float(p["subsample"]), subsample_freq=1,
-                   colsample_bytree=float(p["colsample_bytree"]),
-                   extra_trees=sk.bool_of(p.get("extra_trees", "False")), random_state=seed, n_jobs=1,
+                   colsample_bytree=float(p["colsample_bytree"]), random_state=seed, n_jobs=1,
                    histogram_pool_size=sk.LIGHTGBM_HISTOGRAM_MB, verbose=-1, **extra)
     if kind == "adaboost":
         from sklearn.tree import DecisionTreeClassifier

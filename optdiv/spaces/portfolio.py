@@ -43,8 +43,6 @@ AUTO = ("auto",)
 LIBRARY_DEFAULTS = {
     ("autosklearn", "classification"): (
         ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20}),
-        ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20,
-                      "extra_trees": "True"}),
         ("extra_trees", {}),
         ("random_forest", {}),
         ("gradient_boosting", {}),
@@ -54,8 +52,6 @@ LIBRARY_DEFAULTS = {
     ),
     ("autosklearn", "regression"): (
         ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20}),
-        ("lightgbm", {"num_leaves": 31, "n_estimators": 100, "learning_rate": 0.1, "min_child_samples": 20,
-                      "extra_trees": "True"}),
         ("extra_trees", {}),
         ("random_forest", {}),
         ("gradient_boosting", {}),
