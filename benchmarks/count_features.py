@@ -25,7 +25,7 @@ from typing import List
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from race import make_split, read_table, test_error  # noqa: E402  the race's split, task rule and error
+from race import dataset_names, make_split, read_table, test_error  # noqa: E402  the race's split, task rule and error
 
 MODELS = ("lightgbm", "random_forest")
 
@@ -95,8 +95,7 @@ def main(argv=None) -> None:
     parser.add_argument("--min-distinct", type=int, default=50)
     parser.add_argument("--min-repeat", type=float, default=2.0)
     args = parser.parse_args(argv)
-    names = (sorted(p.stem for p in args.data_dir.glob("*.csv")) if args.datasets == "all"
-             else args.datasets.split(","))
+    names = dataset_names(args.data_dir, args.datasets)
     lines = []
     for dataset in names:
         for seed in (int(s) for s in args.seeds.split(",")):

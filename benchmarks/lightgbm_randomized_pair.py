@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from race import make_split, read_table  # noqa: E402  the race's split and task rule
+from race import dataset_names, make_split, read_table  # noqa: E402  the race's split and task rule
 
 VARIANTS = {"plain": (False, 1.0, 0), "randomized": (True, 1.0, 0), "second_plain": (False, 0.8, 1)}
 
@@ -62,8 +62,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
-    names = (sorted(p.stem for p in args.data_dir.glob("*.csv")) if args.datasets == "all"
-             else args.datasets.split(","))
+    names = dataset_names(args.data_dir, args.datasets)
     for dataset in names:
         lines = []
         for seed in (int(s) for s in args.seeds.split(",")):

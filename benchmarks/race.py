@@ -237,6 +237,20 @@ def dataset_task(csv: Path) -> str:
     return load_dataset(str(csv)).task
 
 
+def dataset_names(data_dir: Path, text: str) -> list:
+    """The CSV names (without .csv) that ``text`` gives: "all" for every CSV in ``data_dir``, else a,b,c; every one
+    must exist there."""
+    data_dir = Path(data_dir)
+    if text.strip() == "all":
+        names = sorted(p.stem for p in data_dir.glob("*.csv"))
+    else:
+        names = [d.strip() for d in text.split(",") if d.strip()]
+    missing = [d for d in names if not (data_dir / f"{d}.csv").is_file()]
+    if missing or not names:
+        raise SystemExit(f"no {', '.join(f'{d}.csv' for d in missing) or 'CSV files'} in {data_dir}")
+    return names
+
+
 def read_table(csv: Path) -> tuple:
     """(features as float64, target, task) of a CSV whose last column is the target, the task by optdiv's rule
     (the rows read once, then checked by optdiv as its loader checks them)."""
@@ -674,13 +688,7 @@ def cmd_run(args) -> int:
         raise SystemExit(f"--systems: {exc}")
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     data_dir = Path(args.data_dir)
-    if args.datasets.strip() == "all":
-        datasets = sorted(p.stem for p in data_dir.glob("*.csv"))
-    else:
-        datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    missing = [d for d in datasets if not (data_dir / f"{d}.csv").is_file()]
-    if missing or not datasets:
-        raise SystemExit(f"no {', '.join(f'{d}.csv' for d in missing) or 'CSV files'} in {data_dir}")
+    datasets = dataset_names(data_dir, args.datasets)
     interpreters = resolve_interpreters(args, systems)
     out = Path(args.out).resolve()  # the workers run in their own folders
     out.mkdir(parents=True, exist_ok=True)
