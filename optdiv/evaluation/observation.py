@@ -26,11 +26,6 @@ STATUSES = ("ok", "failed", "timeout", "infeasible", DEADLINE)
 #: start would fail the same way, which the search loop uses to stop instead of spending its budget on it.
 WORKER_START_FAILED = "worker_start_failed"
 
-
-def worker_start_failed(obs) -> bool:
-    """Whether ``obs`` failed because its worker process died starting (:data:`WORKER_START_FAILED`)."""
-    return obs.status == "failed" and bool((obs.measures or {}).get(WORKER_START_FAILED))
-
 #: Status of a pseudo-observation standing for a configuration still being evaluated (several evaluations at once):
 #: its ``val_loss`` is a believed loss and its ``val_pred`` a predicted behaviour (optdiv.engine.loop). It only ever
 #: exists inside one ``suggest`` call's history, never in a store.
@@ -85,6 +80,11 @@ class Observation:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+
+def worker_start_failed(obs: Observation) -> bool:
+    """Whether ``obs`` failed because its worker process died starting (:data:`WORKER_START_FAILED`)."""
+    return obs.status == "failed" and bool((obs.measures or {}).get(WORKER_START_FAILED))
 
 
 def algorithm_of(config: Dict[str, Any]) -> str:
