@@ -2,10 +2,12 @@
 
 Classification: a choice of 11 classifiers, a balancing choice, 6 rescalers and 15 feature
 preprocessors (102 hyperparameters). Regression: 8 regressors, the same rescalers and 12
-regression-valid preprocessors (81 hyperparameters). Names follow auto-sklearn's convention
+regression-valid preprocessors (81 hyperparameters). Both then have one switch of their own,
+``value_shares:strategy`` (off / on: identifier-like columns' value shares appended, see
+:mod:`optdiv.spaces.value_shares`), so 103 and 82. Names follow auto-sklearn's convention
 (``classifier:__choice__``, ``classifier:random_forest:criterion``, ...). The pipeline is::
 
-    rescaling -> feature_preprocessor -> classifier / regressor
+    value_shares -> rescaling -> feature_preprocessor -> classifier / regressor
 
 and balancing ("weighting") sets ``class_weight="balanced"`` on the models (or the AdaBoost base
 tree) that accept it; KNN, LDA and QDA have no class weights, as in auto-sklearn.
@@ -66,6 +68,7 @@ from optdiv.spaces import cs_compat as C
 from optdiv.spaces import sklearn_models as sk
 from optdiv.spaces.assembly import Component, Group, forbid_pair, selected
 from optdiv.spaces.base import SearchSpace, check_task
+from optdiv.spaces.value_shares import ValueShares
 
 _GAMMA = (3.0517578125e-05, 8.0)
 _SVM_C = (0.03125, 32768.0)
@@ -509,6 +512,10 @@ def _build_preprocessor(task, kind, p, seed):
 
 
 # =========================================================================== the space
+#: The switch that appends identifier-like columns' value shares (:mod:`optdiv.spaces.value_shares`).
+VALUE_SHARES = "value_shares:strategy"
+
+
 def autosklearn_space(task: str = "classification") -> SearchSpace:
     """DivBO's auto-sklearn-style space for ``task`` ("classification" or "regression")."""
     check_task(task)
@@ -528,6 +535,7 @@ def autosklearn_space(task: str = "classification") -> SearchSpace:
     if task == "classification":
         balancing = C.categorical("balancing:strategy", ["none", "weighting"], "none")
         C.add_hyperparameters(space, [balancing])
+    C.add_hyperparameters(space, [C.categorical(VALUE_SHARES, ["off", "on"], "off")])
     forbid_pair(space, pre, ["random_trees_embedding"], model, dense_only)
     return SearchSpace("autosklearn", task, space, AutoSklearnBuilder(task), algorithm_key=model.choice_name)
 
@@ -546,7 +554,9 @@ class AutoSklearnBuilder:
         class_weight = "balanced" if config.get("balancing:strategy") == "weighting" else None
         rescaler_kind, rp = selected(config, "rescaling")
         pre_kind, pp = selected(config, "feature_preprocessor")
+        shares = ValueShares() if config.get(VALUE_SHARES) == "on" else "passthrough"
         return Pipeline([
+            ("value_shares", shares),
             ("rescaling", _build_rescaler(rescaler_kind, rp, seed)),
             ("feature_preprocessor", _build_preprocessor(self.task, pre_kind, pp, seed)),
             (model_group, _build_model(self.task, kind, p, class_weight, seed)),

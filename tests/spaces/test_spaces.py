@@ -87,11 +87,12 @@ def configs_with(sp, key, value, k, seed=11, pool=400):
 # --------------------------------------------------------------------------- structure
 def test_autosklearn_hyperparameter_counts():
     cls, reg = space("autosklearn", "classification"), space("autosklearn", "regression")
-    # 4 choices + 49 classifier + 4 rescaler + 45 preprocessor hyperparameters (see module docstring)
-    assert cls.n_hyperparameters == 102
-    # 3 choices + 37 regressor + 4 rescaler + 37 preprocessor hyperparameters
-    assert reg.n_hyperparameters == 81
-    assert len(cls.encode([cls.default()])[0]) == 102
+    # 4 choices + 49 classifier + 4 rescaler + 45 preprocessor hyperparameters (the paper's 102, see module
+    # docstring) + the value-shares switch
+    assert cls.n_hyperparameters == 103
+    # 3 choices + 37 regressor + 4 rescaler + 37 preprocessor hyperparameters + the switch
+    assert reg.n_hyperparameters == 82
+    assert len(cls.encode([cls.default()])[0]) == 103
     assert cls.algorithms == list(CLASSIFIERS) and len(CLASSIFIERS) == 11
     assert reg.algorithms == list(REGRESSORS) and len(REGRESSORS) == 8
 
