@@ -392,7 +392,10 @@ def _fit_autogluon(job, train, label, X_test):
 
 def _search_summary(result) -> dict:
     """What a lost race is read from afterwards: statuses and algorithms of the evaluations, the final members, the
-    best single model's and the ensemble's validation loss, and the slowest fits."""
+    best single model's and the ensemble's validation loss, the slowest fits, and how many evaluations and how much
+    of the final weight had the value-shares switch on."""
+    from optdiv.spaces.autosklearn_space import VALUE_SHARES
+
     history = result.history
     statuses, algorithms = {}, {}
     for obs in history:
@@ -403,7 +406,10 @@ def _search_summary(result) -> dict:
     for index, weight in zip(result.member_indices, result.weights):
         name = history[index].algorithm
         members[name] = round(members.get(name, 0.0) + float(weight), 4)
+    switched = {i for i, obs in enumerate(history) if dict(obs.config).get(VALUE_SHARES) == "on"}
+    switched_weight = sum(float(w) for i, w in zip(result.member_indices, result.weights) if i in switched)
     return {"statuses": statuses, "algorithms": algorithms, "member_weights": members,
+            "value_shares": {"evaluations_on": len(switched), "weight_on": round(switched_weight, 4)},
             "best_single_val": min((obs.val_loss for obs in ok), default=None),
             "ensemble_val": float(result.val_loss),
             "fit_seconds_max": max((obs.fit_seconds for obs in history), default=None),
