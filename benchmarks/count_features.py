@@ -27,21 +27,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from race import dataset_names, make_split, read_table, test_error  # noqa: E402  the race's split, task rule and error
 
+from optdiv.spaces.value_shares import identifier_columns  # noqa: E402  the rule the search space's switch applies
+
 MODELS = ("lightgbm", "random_forest")
-
-
-def id_like_columns(X: np.ndarray, min_distinct: int = 50, min_repeat: float = 2.0) -> List[int]:
-    """Columns of ``X`` whose values are all whole numbers, more than ``min_distinct`` of them, each occurring at
-    least ``min_repeat`` times on average."""
-    chosen = []
-    for j in range(X.shape[1]):
-        column = X[:, j]
-        if not np.all(np.isfinite(column)) or not np.all(np.mod(column, 1) == 0):
-            continue
-        distinct = len(np.unique(column))
-        if distinct > min_distinct and len(column) / distinct >= min_repeat:
-            chosen.append(j)
-    return chosen
 
 
 def with_counts(train: np.ndarray, other: np.ndarray, columns: List[int]):
@@ -72,7 +60,7 @@ def measure(csv: Path, seed: int, min_distinct: int = 50, min_repeat: float = 2.
     where no column qualifies."""
     X, y, task = read_table(csv)
     train, test = make_split(y, task, seed)
-    columns = id_like_columns(X[train], min_distinct, min_repeat)
+    columns = identifier_columns(X[train], min_distinct, min_repeat)
     if not columns:
         return []
     counted_train, counted_test = with_counts(X[train], X[test], columns)

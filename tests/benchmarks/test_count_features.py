@@ -6,18 +6,6 @@ import numpy as np
 import pandas as pd
 
 
-def test_only_repeated_whole_number_columns_with_many_values_qualify(script):
-    cf = script("count_features")
-    rng = np.random.default_rng(0)
-    ids = rng.integers(0, 100, size=1000).astype(float)      # 100 values, 10 rows each: an identifier
-    unique = np.arange(1000, dtype=float)                    # one row per value: its count says nothing
-    few = rng.integers(0, 5, size=1000).astype(float)        # whole numbers, too few values
-    real = rng.normal(size=1000)                             # not whole numbers
-    X = np.column_stack([real, ids, unique, few])
-    assert cf.id_like_columns(X) == [1]
-    assert cf.id_like_columns(X, min_distinct=3) == [1, 3]
-
-
 def test_counts_come_from_the_training_rows_and_unseen_values_count_zero(script):
     cf = script("count_features")
     train = np.array([[7.0, 0.5], [7.0, 0.1], [9.0, 0.2]])
