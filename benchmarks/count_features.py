@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from race import dataset_names, make_split, read_table, test_error  # noqa: E402  the race's split, task rule and error
 
-from optdiv.spaces.value_shares import identifier_columns  # noqa: E402  the rule the search space's switch applies
+from optdiv.spaces.value_shares import identifier_columns, looked_up  # noqa: E402  the space switch's rule
 
 MODELS = ("lightgbm", "random_forest")
 
@@ -38,8 +38,7 @@ def with_counts(train: np.ndarray, other: np.ndarray, columns: List[int]):
     for j in columns:
         values, counts = np.unique(train[:, j], return_counts=True)
         for rows, added in ((train, added_train), (other, added_other)):
-            at = np.clip(np.searchsorted(values, rows[:, j]), 0, len(values) - 1)
-            added.append(np.where(values[at] == rows[:, j], counts[at], 0).astype(np.float64))
+            added.append(looked_up(values, counts, rows[:, j]))
     return np.column_stack([train, *added_train]), np.column_stack([other, *added_other])
 
 

@@ -14,23 +14,35 @@ input through unchanged.
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 
-def identifier_columns(X: np.ndarray, min_distinct: int = 50, min_repeat: float = 2.0) -> List[int]:
-    """Positions of the columns of ``X`` that qualify (see the module's docstring)."""
-    chosen = []
+def identifier_tables(X: np.ndarray, min_distinct: int = 50, min_repeat: float = 2.0) -> Dict[int, Tuple]:
+    """{position: (distinct values, their counts)} of the columns of ``X`` that qualify (see the module's
+    docstring), each column's values counted once for both the test and the shares."""
+    tables = {}
     for j in range(X.shape[1]):
         column = X[:, j]
         if not np.all(np.isfinite(column)) or not np.all(np.mod(column, 1) == 0):
             continue
-        distinct = len(np.unique(column))
-        if distinct > min_distinct and len(column) / distinct >= min_repeat:
-            chosen.append(j)
-    return chosen
+        values, counts = np.unique(column, return_counts=True)
+        if len(values) > min_distinct and len(column) / len(values) >= min_repeat:
+            tables[j] = (values, counts)
+    return tables
+
+
+def identifier_columns(X: np.ndarray, min_distinct: int = 50, min_repeat: float = 2.0) -> List[int]:
+    """Positions of the columns of ``X`` that qualify (see the module's docstring)."""
+    return list(identifier_tables(X, min_distinct, min_repeat))
+
+
+def looked_up(values: np.ndarray, weights: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """Per entry of ``column``: the weight of its value among the sorted ``values``, 0 where it is not one of them."""
+    at = np.clip(np.searchsorted(values, column), 0, len(values) - 1)
+    return np.where(values[at] == column, weights[at], 0).astype(np.float64)
 
 
 class ValueShares(TransformerMixin, BaseEstimator):
@@ -42,11 +54,10 @@ class ValueShares(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         X = _dense(X)
-        self.columns_ = identifier_columns(X, self.min_distinct, self.min_repeat)
-        self.tables_: List[Tuple[np.ndarray, np.ndarray]] = []
-        for j in self.columns_:
-            values, counts = np.unique(X[:, j], return_counts=True)
-            self.tables_.append((values, counts / float(len(X))))
+        tables = identifier_tables(X, self.min_distinct, self.min_repeat)
+        self.columns_ = list(tables)
+        self.tables_: List[Tuple[np.ndarray, np.ndarray]] = [(values, counts / float(len(X)))
+                                                              for values, counts in tables.values()]
         self.n_features_in_ = X.shape[1]
         return self
 
@@ -56,10 +67,7 @@ class ValueShares(TransformerMixin, BaseEstimator):
             raise ValueError(f"ValueShares was fitted on {self.n_features_in_} columns; got {X.shape[1]}")
         if not self.columns_:
             return X
-        added = []
-        for j, (values, shares) in zip(self.columns_, self.tables_):
-            at = np.clip(np.searchsorted(values, X[:, j]), 0, len(values) - 1)
-            added.append(np.where(values[at] == X[:, j], shares[at], 0.0))
+        added = [looked_up(values, shares, X[:, j]) for j, (values, shares) in zip(self.columns_, self.tables_)]
         return np.column_stack([X, *added])
 
 
