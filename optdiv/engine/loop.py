@@ -88,6 +88,10 @@ GIVE_UP_SECONDS = 3.0
 #: and a time budget of an hour would otherwise be spent restarting workers before the error is named.
 START_FAILURES_TO_STOP = 3
 
+#: Why a search stopped whose time ran out while evaluations were running, and whose refits run ahead (asked once
+#: those ended) gave no time back.
+RAN_OUT = "time budget: the search's time ran out"
+
 #: ``LoopResult.stopped`` of a search stopped by :data:`START_FAILURES_TO_STOP`.
 WORKERS_WOULD_NOT_START = "worker processes could not start"
 
@@ -134,7 +138,8 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
     if missing:
         raise ValueError(f"run {store.location}: evaluations {missing[:10]} were neither issued "
                          f"nor recorded; the run directory is damaged")
-    state = {"stopped": None, "last_seconds": 0.0, "ensemble": [], "ahead": 0, "cut": False, "broken_starts": 0,
+    state = {"stopped": None, "last_seconds": 0.0, "ensemble": [], "ahead": 0, "cut": False, "ran_out": False,
+             "broken_starts": 0,
              "succeeded": any(obs.status == "ok" for obs in done)}
     stats = {"requeued": [], "lost": [], "reissued": list(reissue)}
     suggested: Dict[int, float] = {}
@@ -158,10 +163,11 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
         if time_left is not None and not fits():
             if ahead is None or not ahead(done) or not fits():
                 state["stopped"] = ("time budget: the last evaluation was stopped at the deadline and discarded"
-                                    if state["cut"] else "time budget: no evaluation fits in the time left")
+                                    if state["cut"] else RAN_OUT if state["ran_out"]
+                                    else "time budget: no evaluation fits in the time left")
                 return False
             state["ahead"] += 1
-        state["cut"] = False  # the search goes on: a later stop is for its own reason
+        state["cut"] = state["ran_out"] = False  # the search goes on: a later stop is for its own reason
         return True
 
     def fits() -> bool:
@@ -264,11 +270,12 @@ def search_loop(strategy, runner, history: List[Observation], *, y_val, space, s
             if time_left is not None:
                 left = time_left()
                 give_up = time.perf_counter() + max(running_left(), left) + GIVE_UP_SECONDS
-                if left <= 0 and state["stopped"] is None:
-                    state["stopped"] = "time budget: the search's time ran out"
+                # not a stop yet: once the running evaluations end, the refits run ahead may give time back
+                state["ran_out"] = state["ran_out"] or left <= 0
             finished = runner.wait(give_up)
-            if finished is None:
-                break  # past the deadline with evaluations still running: closing the runner cancels them
+            if finished is None:  # past the deadline with evaluations still running: closing the runner cancels them
+                state["stopped"] = state["stopped"] or RAN_OUT
+                break
             for item in finished:
                 ended(item)
     finally:

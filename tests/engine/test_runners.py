@@ -264,6 +264,43 @@ def test_an_evaluation_cut_at_the_deadline_lets_the_final_models_work_run_ahead_
     assert result.stopped == "time budget: the last evaluation was stopped at the deadline and discarded"
 
 
+def test_time_that_runs_out_while_an_evaluation_runs_lets_the_final_models_work_run_ahead_once_it_ends():
+    from optdiv.engine.loop import RAN_OUT
+
+    space = tiny_space("classification")
+    predictor = DurationPredictor()
+    predictor.observe("tree", 1.0)
+    predictor.observe("linear", 1.0)
+
+    def run(clock, ahead):
+        """The first evaluation outlives the search's time (a wait ends with nothing finished and no time left),
+        then ends within what a running evaluation may use; the others take 3 s each."""
+        def run_one():
+            if clock["ticks"] == 0:
+                clock["ticks"], clock["left"] = 1, -0.5
+                return []
+            clock["left"] -= 0.0 if clock["ticks"] == 1 else 3.0
+            clock["ticks"] += 1
+            return [Done(d.index, d.config, d.observation, 3.0) for d in FakeRunner.wait(runner)]
+
+        runner = FakeRunner(capacity=1)
+        runner.wait = lambda give_up=None: run_one()
+        strategy = make_strategy(get_method("rs"), space, "error", seed=2, budget=20)
+        return search_loop(strategy, runner, [], y_val=Y_VAL, space=space, seed=2, loss="error", budget=20,
+                           predictor=predictor, store=MemoryStore(), time_left=lambda: clock["left"],
+                           run_left=lambda: clock["left"] + 5.0, ahead=ahead)
+
+    clock = {"left": 4.0, "ahead": 0, "ticks": 0}
+    result = run(clock, gives_back_once(clock, 10.0))  # the refits run ahead give 10 s back once
+    assert clock["ahead"] == 2 and result.went_on == 1  # asked as the late evaluation ended, and after the 10 s
+    assert len(result.history) == 4  # the late one, then three of 3 s in the 10 s given back
+    assert result.stopped == "time budget: no evaluation fits in the time left"
+    clock = {"left": 4.0, "ahead": 1, "ticks": 0}  # nothing to run ahead: the search ends as its time ran out
+    result = run(clock, gives_back_once(clock, 10.0))
+    assert len(result.history) == 1 and result.went_on == 0 and clock["ahead"] == 2
+    assert result.stopped == RAN_OUT
+
+
 def test_a_suggestion_that_would_not_fit_lets_the_final_models_work_run_ahead_before_the_search_ends(monkeypatch):
     import optdiv.engine.loop as loop
 
