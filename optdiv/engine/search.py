@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from optdiv.budget import FINISH_SECONDS, Deadline, DurationPredictor, deadline_
 from optdiv.config import RunConfig
 from optdiv.core.metric_vocabulary import resolve
 from optdiv.core.metrics import mean_loss
-from optdiv.data import Splits, cross_validation_view, resolve_search_rows, row_sample_view
+from optdiv.data import Splits, cross_validation_view, make_preprocessor, resolve_search_rows, row_sample_view
 from optdiv.engine.loop import WORKERS_WOULD_NOT_START, LoopResult, search_loop
 from optdiv.engine.result import SearchResult
 from optdiv.evaluation.constraints import Constraint, InfeasibleSearchError, parse_constraints, settings_form
@@ -293,6 +293,8 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
     sample = resolve_search_rows(c.search_rows, time_budget)
     if evaluator is None and folds is None and sample is not None and len(splits.y_train) > sample:
         all_rows, splits = splits, row_sample_view(splits, sample, seed, task)
+    if evaluator is None and splits.X_train is not None:
+        space, optimizer_options = switches_that_apply(space, splits.X_train, optimizer_options)
     rows = None if splits.y_train is None else len(splits.y_train)  # a replay's splits may hold no rows
     threads = c.evaluation_threads(rows)  # each evaluation's threads
     refit_threads = c.refit_threads(rows)
@@ -350,6 +352,24 @@ def prepare(splits: Splits, task: str, config: RunConfig, *, n_classes, store: S
         digest=digest, reserve=reserve, refitter=refitter, fold_refits=fold_refits, all_rows=all_rows,
         threads=threads,
         refit_threads=refit_threads)
+
+
+def switches_that_apply(space: SearchSpace, X_train, optimizer_options: dict) -> Tuple[SearchSpace, dict]:
+    """The space without a switch that builds the same model either way on these rows (the value-shares switch
+    where no column qualifies, :func:`optdiv.spaces.autosklearn_space.for_columns`), and the start configurations
+    without its setting."""
+    from optdiv.spaces.autosklearn_space import VALUE_SHARES, for_columns  # the space's models, on first use
+
+    if VALUE_SHARES not in space.hyperparameter_names:
+        return space, optimizer_options
+    narrowed = for_columns(space, make_preprocessor(X_train).fit_transform(X_train))
+    if narrowed is space:
+        return space, optimizer_options
+    initial = optimizer_options.get("initial")
+    if initial is not None:
+        initial = [{k: v for k, v in config.items() if k != VALUE_SHARES} for config in initial]
+        optimizer_options = {**optimizer_options, "initial": initial}
+    return narrowed, optimizer_options
 
 
 def finish(prepared: PreparedSearch, outcome: LoopResult, classes, columns) -> SearchResult:

@@ -4,7 +4,8 @@ Classification: a choice of 11 classifiers, a balancing choice, 6 rescalers and 
 preprocessors (102 hyperparameters). Regression: 8 regressors, the same rescalers and 12
 regression-valid preprocessors (81 hyperparameters). Both then have one switch of their own,
 ``value_shares:strategy`` (off / on: identifier-like columns' value shares appended, see
-:mod:`optdiv.spaces.value_shares`), so 103 and 82. Names follow auto-sklearn's convention
+:mod:`optdiv.spaces.value_shares`), so 103 and 82; a search leaves it out where no column of its rows qualifies
+(:func:`for_columns`). Names follow auto-sklearn's convention
 (``classifier:__choice__``, ``classifier:random_forest:criterion``, ...). The pipeline is::
 
     value_shares -> rescaling -> feature_preprocessor -> classifier / regressor
@@ -68,7 +69,7 @@ from optdiv.spaces import cs_compat as C
 from optdiv.spaces import sklearn_models as sk
 from optdiv.spaces.assembly import Component, Group, forbid_pair, selected
 from optdiv.spaces.base import SearchSpace, check_task
-from optdiv.spaces.value_shares import ValueShares
+from optdiv.spaces.value_shares import ValueShares, identifier_columns
 
 _GAMMA = (3.0517578125e-05, 8.0)
 _SVM_C = (0.03125, 32768.0)
@@ -516,8 +517,9 @@ def _build_preprocessor(task, kind, p, seed):
 VALUE_SHARES = "value_shares:strategy"
 
 
-def autosklearn_space(task: str = "classification") -> SearchSpace:
-    """DivBO's auto-sklearn-style space for ``task`` ("classification" or "regression")."""
+def autosklearn_space(task: str = "classification", value_shares: bool = True) -> SearchSpace:
+    """DivBO's auto-sklearn-style space for ``task`` ("classification" or "regression"); ``value_shares=False``
+    leaves out the value-shares switch (for data where no column qualifies, :func:`for_columns`)."""
     check_task(task)
     space = C.new_space(name="optdiv-autosklearn-%s" % task)
     if task == "classification":
@@ -535,9 +537,19 @@ def autosklearn_space(task: str = "classification") -> SearchSpace:
     if task == "classification":
         balancing = C.categorical("balancing:strategy", ["none", "weighting"], "none")
         C.add_hyperparameters(space, [balancing])
-    C.add_hyperparameters(space, [C.categorical(VALUE_SHARES, ["off", "on"], "off")])
+    if value_shares:
+        C.add_hyperparameters(space, [C.categorical(VALUE_SHARES, ["off", "on"], "off")])
     forbid_pair(space, pre, ["random_trees_embedding"], model, dense_only)
     return SearchSpace("autosklearn", task, space, AutoSklearnBuilder(task), algorithm_key=model.choice_name)
+
+
+def for_columns(space: SearchSpace, X) -> SearchSpace:
+    """``space`` without its value-shares switch when no column of ``X`` (the search's training rows as the
+    pipelines receive them) qualifies: there "on" builds the same model as "off", and a search left to set it
+    spends evaluations on copies of models it has already scored. Any other space is returned unchanged."""
+    if space.name != "autosklearn" or VALUE_SHARES not in space.hyperparameter_names or identifier_columns(X):
+        return space
+    return autosklearn_space(space.task, value_shares=False)
 
 
 class AutoSklearnBuilder:

@@ -72,3 +72,41 @@ def test_the_space_switch_adds_the_step_and_is_off_by_default(task):
     again = pickle.loads(pickle.dumps(on))
     np.testing.assert_array_equal(again.predict(X), on.predict(X))
     assert {c[VALUE_SHARES] for c in sp.sample(200, 3)} == {"off", "on"}
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_the_switch_is_left_out_where_no_column_qualifies_since_it_would_only_copy_models(task):
+    from optdiv.spaces.autosklearn_space import for_columns
+
+    full = get_space("autosklearn", task)
+    with_identifier = _table(400)
+    assert for_columns(full, with_identifier) is full
+    narrowed = for_columns(full, with_identifier[:, 1:])  # the identifier column removed: nothing qualifies
+    assert narrowed.name == full.name and narrowed.task == task
+    assert set(full.hyperparameter_names) - set(narrowed.hyperparameter_names) == {VALUE_SHARES}
+    config = dict(narrowed.default())
+    assert VALUE_SHARES not in config and narrowed.build(config, 0).steps[0][1] == "passthrough"
+    other = get_space("autogluon", task)
+    assert for_columns(other, with_identifier[:, 1:]) is other  # only the built-in space has the switch
+
+
+def test_a_search_sets_the_switch_only_on_data_with_a_qualifying_column():
+    import pandas as pd
+
+    from optdiv.data import from_frame, split
+    from optdiv.engine.search import search
+
+    X = _table(500, seed=1)
+    y = ((X[:, 0] % 3 == 0) ^ (X[:, 1] > 0.5)).astype(int)
+    frame = pd.DataFrame(X, columns=["code", "amount", "serial", "level"]).assign(target=y)
+    runs = {}
+    for name, data in (("with", frame), ("without", frame.drop(columns=["code"]))):
+        splits = split(from_frame(data, target="target", name=name), seed=0)
+        runs[name] = search(splits, "classification", n_classes=2, method="bo-es", budget=10, seed=0,
+                            portfolio="defaults")
+    with_switch = [obs.config.get(VALUE_SHARES) for obs in runs["with"].history]
+    without_switch = [obs.config.get(VALUE_SHARES) for obs in runs["without"].history]
+    assert set(with_switch) <= {"off", "on"} and "off" in with_switch  # the start configurations hold "off"
+    assert set(without_switch) == {None}  # not a choice there: the start and every suggestion leave it out
+    assert VALUE_SHARES not in runs["without"].space.hyperparameter_names
+    assert all(obs.status == "ok" for obs in runs["without"].history)
