@@ -60,11 +60,6 @@ and ``size100`` steps (``all``: its own 25).
 candidates? The same searches and refits as ``prior``; the product's selection made again among only the 5, 10
 and 20 evaluations of lowest validation loss (``top5``, ``top10``, ``top20``; ``all``: every evaluation).
 
-``share``: does the final selection over-fit less when no one algorithm may hold most of it? The same searches and
-refits as ``prior``; the product's selection made again with every algorithm capped at half (``share50``) or 70 %
-(``share70``) of each selection's rounds, as long as another algorithm can still be added (``all``: uncapped).
-``top_share``: the heaviest algorithm's weight in the uncapped selection.
-
 ``longer``: is a member worth refitting with more rounds than the search scored? The same searches and refits as
 ``prior``; the product's selection unchanged, its forest members (random forests and extra trees) refitted with 300
 trees (``trees300``; the search fits 100), or its LightGBM members with half their
@@ -97,7 +92,6 @@ from race import dataset_task, make_split  # noqa: E402  the race's split and ta
 
 from optdiv.bench.harness import parse_seeds  # noqa: E402
 from optdiv.bench.stats import paired_p  # noqa: E402
-from optdiv.evaluation.observation import algorithm_of  # noqa: E402
 from optdiv.final.model import model_prediction  # noqa: E402  class probabilities or values, as scored
 
 BAG_FOLDS = 4  # the holdout's 75/25 is one of four folds
@@ -106,7 +100,6 @@ RESELECT_VARIANTS = ("all", "top", "fresh", "avg2", "avg3")
 ENSEMBLE_VARIANTS = ("estimator", "refit", "bag4", "bag4+refit")
 PRIOR_VARIANTS = ("all", "prior")
 SIZES = (10, 50, 100)  # Caruana steps besides the product's
-SHARES = (50, 70)  # the most one algorithm may take of the final selection, in %
 POOLS = (5, 10, 20)  # the final selection's candidates: only this many evaluations of lowest validation loss
 
 
@@ -349,12 +342,10 @@ def _reselection(args, name, seed):
                                                          seed, obs.config)
         return tested[obs.index, change]
 
-    def select(candidates, size=model.ensemble_size, max_share=1.0):
-        """The product's selection over ``candidates``: (their positions, weights); ``max_share``: the most one
-        algorithm may take of it."""
-        groups = [algorithm_of(c.obs.config) if c.obs is not None else "constant" for c in candidates]
+    def select(candidates, size=model.ensemble_size):
+        """The product's selection over ``candidates``: (their positions, weights)."""
         return choose_members(candidates, view.y_val, loss, "caruana", size, seed, selection_loss=selection["loss"],
-                              bags=selection["bags"], groups=groups, max_share=max_share)
+                              bags=selection["bags"])
 
     def scored(candidates, members, weights, change=None):
         """(test error, the constant member's weight) of a selection (``members``, ``weights``) of ``candidates``;
@@ -468,24 +459,6 @@ def run_size(args) -> None:
             _record(out, line)
 
 
-def run_share(args) -> None:
-    out = args.out / "share.jsonl"
-    for name in args.datasets:
-        for seed in args.seeds:
-            again = _reselection(args, name, seed)
-            members, weights = again.select(again.candidates)
-            by_algorithm = {}
-            for i, w in zip(members, weights):
-                key = algorithm_of(again.candidates[i].obs.config)
-                by_algorithm[key] = by_algorithm.get(key, 0.0) + float(w)
-            line = {**again.line, "top_share": round(max(by_algorithm.values()), 4),
-                    "all": again.scored(again.candidates, members, weights)[0]}
-            for share in SHARES:
-                line[f"share{share}"] = again.scored(again.candidates,
-                                                     *again.select(again.candidates, max_share=share / 100))[0]
-            _record(out, line)
-
-
 def run_pool(args) -> None:
     out = args.out / "pool.jsonl"
     for name in args.datasets:
@@ -574,7 +547,7 @@ def run_report(args) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in ("bags", "ensemble", "reselect", "prior", "size", "pool", "share", "longer"):
+    for command in ("bags", "ensemble", "reselect", "prior", "size", "pool", "longer"):
         sub = commands.add_parser(command)
         sub.add_argument("--data-dir", type=Path, required=True)
         sub.add_argument("--datasets", type=lambda s: [x for x in s.split(",") if x], required=True)
@@ -590,7 +563,7 @@ def main(argv=None) -> int:
     if args.command != "report":
         args.out.mkdir(parents=True, exist_ok=True)
     {"bags": run_bags, "ensemble": run_ensemble, "reselect": run_reselect, "prior": run_prior,
-     "size": run_size, "pool": run_pool, "share": run_share, "longer": run_longer, "report": run_report}[args.command](args)
+     "size": run_size, "pool": run_pool, "longer": run_longer, "report": run_report}[args.command](args)
     return 0
 
 

@@ -33,35 +33,19 @@ def addition_losses(preds, y, loss: LossSpec = "error"):
     return _round_loss_function(preds.astype(np.float64), as_targets(y, preds), loss)
 
 
-def ensemble_selection(preds, y, loss: LossSpec = "error", size: int = 25, seed: int = 0,
-                       groups=None, max_share: float = 1.0) -> SelectionResult:
+def ensemble_selection(preds, y, loss: LossSpec = "error", size: int = 25, seed: int = 0) -> SelectionResult:
     """Greedy forward selection with replacement (Caruana et al. 2004) of ``size`` rounds.
 
     Each round adds the model whose addition gives the lowest validation loss of the uniform average of
     the multiset so far; a running sum keeps a round at one pass over the predictions. Ties (within a
     relative 1e-12) are broken by a generator seeded with ``seed``, so results are reproducible.
-
-    ``groups`` (one label per model, e.g. its algorithm) with ``max_share < 1``: no group takes more than
-    that share of the rounds while another group can still be added, so one family cannot hold the ensemble.
     """
     preds = as_predictions(preds)
     y = as_targets(y, preds)
     if size < 1:
         raise ValueError("ensemble size must be at least 1")
     _check_selection_loss(loss, preds)
-    return _select(preds.astype(np.float64), y, loss, size, seed, _group_cap(groups, max_share, preds.shape[0]))
-
-
-def _group_cap(groups, max_share: float, m: int):
-    """``(group index per model, rounds each group may take as a share)``, or None where nothing is capped."""
-    if not 0 < max_share <= 1:
-        raise ValueError(f"max_share must be in (0, 1]; got {max_share!r}")
-    if groups is None or max_share >= 1:
-        return None
-    groups = np.asarray(groups)
-    if groups.shape != (m,):
-        raise ValueError(f"need one group per model: {m} models, {groups.shape} groups")
-    return np.unique(groups, return_inverse=True)[1].reshape(-1), max_share
+    return _select(preds.astype(np.float64), y, loss, size, seed)
 
 
 def _check_selection_loss(loss: LossSpec, preds: np.ndarray) -> None:
@@ -71,26 +55,17 @@ def _check_selection_loss(loss: LossSpec, preds: np.ndarray) -> None:
             raise ValueError(f"loss {loss!r} does not match predictions of shape {preds.shape}")
 
 
-def _select(stack: np.ndarray, y: np.ndarray, loss: LossSpec, size: int, seed: int, cap=None) -> SelectionResult:
-    """:func:`ensemble_selection` on float64 predictions already checked; ``cap`` from :func:`_group_cap`."""
+def _select(stack: np.ndarray, y: np.ndarray, loss: LossSpec, size: int, seed: int) -> SelectionResult:
+    """:func:`ensemble_selection` on float64 predictions already checked."""
     rng = np.random.default_rng(seed)
     round_losses = _round_loss_function(stack, y, loss)
     running = np.zeros(stack.shape[1:], dtype=np.float64)
     counts = np.zeros(stack.shape[0], dtype=np.int64)
     picks = np.empty(size, dtype=np.int64)
     path = np.empty(size, dtype=np.float64)
-    if cap is not None:
-        group_of, limit = cap[0], max(1, int(np.floor(cap[1] * size + 1e-9)))
-        group_rounds = np.zeros(group_of.max() + 1, dtype=np.int64)
     for t in range(size):
         losses = round_losses(running, t + 1)
-        if cap is not None:
-            full = group_rounds[group_of] >= limit
-            if not full.all():  # a group that reached its share waits while another can be added
-                losses = np.where(full, np.inf, losses)
         pick = _argmin_with_ties(losses, rng)
-        if cap is not None:
-            group_rounds[group_of[pick]] += 1
         running += stack[pick]
         counts[pick] += 1
         picks[t] = pick
@@ -99,7 +74,7 @@ def _select(stack: np.ndarray, y: np.ndarray, loss: LossSpec, size: int, seed: i
 
 
 def bagged_ensemble_selection(preds, y, loss: LossSpec = "error", size: int = 25, bags: int = 20,
-                              seed: int = 0, groups=None, max_share: float = 1.0) -> np.ndarray:
+                              seed: int = 0) -> np.ndarray:
     """(m,) weights averaged over ``bags`` ensemble selections, each on a bootstrap sample of the rows.
 
     One selection fits the validation rows it sees: with a few hundred rows it keeps members whose gain is
@@ -112,13 +87,12 @@ def bagged_ensemble_selection(preds, y, loss: LossSpec = "error", size: int = 25
     if size < 1:
         raise ValueError("ensemble size must be at least 1")
     _check_selection_loss(loss, preds)
-    cap = _group_cap(groups, max_share, preds.shape[0])
     rng = np.random.default_rng(seed)
     stack = preds.astype(np.float64)  # cast once, not once per bag
     weights = np.zeros(preds.shape[0], dtype=np.float64)
     for b in range(bags):
         rows = rng.integers(0, len(y), len(y))
-        weights += _select(stack[:, rows], y[rows], loss, size, seed + b, cap).weights
+        weights += _select(stack[:, rows], y[rows], loss, size, seed + b).weights
     return weights / bags
 
 

@@ -157,10 +157,8 @@ def check_selection_settings(size, ensemble_loss=AUTO, ensemble_bags=AUTO, task:
 def _caruana_weights(preds, y_val, s) -> np.ndarray:
     target = s["selection_loss"] or s["loss"]
     if s["bags"]:
-        return bagged_ensemble_selection(preds, y_val, target, size=s["size"], bags=s["bags"], seed=s["seed"],
-                                         groups=s["groups"], max_share=s["max_share"])
-    return ensemble_selection(preds, y_val, target, size=s["size"], seed=s["seed"], groups=s["groups"],
-                              max_share=s["max_share"]).weights
+        return bagged_ensemble_selection(preds, y_val, target, size=s["size"], bags=s["bags"], seed=s["seed"])
+    return ensemble_selection(preds, y_val, target, size=s["size"], seed=s["seed"]).weights
 
 
 def _agnostic_bayes_weights(preds, y_val, s) -> np.ndarray:
@@ -195,7 +193,6 @@ def choose_members(
     history: Sequence, y_val: np.ndarray, loss: str, builder: str = "caruana", size: int = 25, seed: int = 0,
     sampler: str = "bootstrap", vote: bool = False, tune_rho: bool = False, info: Optional[Dict] = None,
     selection_loss: Optional[str] = None, bags: int = 0, guard: Optional[float] = None,
-    groups: Optional[Sequence] = None, max_share: float = 1.0,
 ) -> Tuple[List[int], np.ndarray]:
     """Indices into ``history`` and their weights (summing to 1); only successful runs take part.
 
@@ -208,8 +205,6 @@ def choose_members(
     ``caruana`` only: ``selection_loss`` replaces ``loss`` as what the selection minimises (e.g. log loss for a
     0/1-error run: a smooth loss fits the validation rows' noise less), and ``bags > 0`` averages that many
     selections on bootstrap samples of the rows (:func:`~optdiv.core.ensemble.bagged_ensemble_selection`).
-    ``groups`` (one label per entry of ``history``) with ``max_share < 1``: no group takes more than that share of
-    a selection's rounds while another can still be added.
 
     ``guard`` (a z value; ``caruana`` with a ``selection_loss`` only): the selection on ``loss`` itself is made too,
     and kept instead when its ensemble is better on the validation rows by more than ``guard`` standard errors of
@@ -222,8 +217,7 @@ def choose_members(
     ok = _successful(history)
     preds = np.stack([history[i].val_pred for i in ok])
     settings = {"loss": loss, "size": size, "seed": seed, "sampler": sampler, "vote": vote, "tune_rho": tune_rho,
-                "info": info, "selection_loss": selection_loss, "bags": bags, "max_share": max_share,
-                "groups": None if groups is None else [groups[i] for i in ok]}
+                "info": info, "selection_loss": selection_loss, "bags": bags}
     weights = _WEIGHTS[builder](preds, y_val, settings)
     if guard is not None and builder == "caruana" and selection_loss not in (None, loss):
         own = _WEIGHTS[builder](preds, y_val, dict(settings, selection_loss=None))

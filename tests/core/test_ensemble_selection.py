@@ -127,37 +127,3 @@ def test_bagged_selection_averages_bootstrap_selections():
     np.testing.assert_array_equal(bagged_ensemble_selection(preds, y, "log_loss", size=10, bags=1, seed=3), single)
     with pytest.raises(ValueError, match="bags"):
         bagged_ensemble_selection(preds, y, "log_loss", bags=0)
-
-
-def _one_strong_family(seed=0):
-    rng = np.random.default_rng(seed)
-    y = rng.normal(size=200)
-    noise = (0.3, 0.35, 0.4, 1.0, 1.2)  # three close members of one family, two weaker ones of others
-    return np.stack([y + rng.normal(scale=s, size=200) for s in noise]), y, ["svr", "svr", "svr", "ridge", "knn"]
-
-
-def test_a_group_capped_at_a_share_of_the_rounds_leaves_the_rest_to_other_groups():
-    preds, y, groups = _one_strong_family()
-    free = ensemble_selection(preds, y, "mse", size=25).weights
-    assert free[:3].sum() > 0.5  # uncapped, the strong family holds most of the ensemble
-    capped = ensemble_selection(preds, y, "mse", size=25, groups=groups, max_share=0.5).weights
-    assert capped[:3].sum() == pytest.approx(12 / 25)  # floor(0.5 * 25) rounds
-    assert capped[3:].sum() == pytest.approx(13 / 25)
-    np.testing.assert_array_equal(ensemble_selection(preds, y, "mse", 25, groups=groups, max_share=1.0).weights, free)
-    bagged = bagged_ensemble_selection(preds, y, "mse", size=25, bags=4, groups=groups, max_share=0.5)
-    assert bagged[:3].sum() <= 12 / 25 + 1e-12
-
-
-def test_a_cap_that_no_other_group_can_relieve_does_not_stop_the_selection():
-    preds, y, _ = _one_strong_family()
-    weights = ensemble_selection(preds, y, "mse", size=25, groups=["svr"] * 5, max_share=0.3).weights
-    assert weights.sum() == pytest.approx(1.0)
-    np.testing.assert_array_equal(weights, ensemble_selection(preds, y, "mse", size=25).weights)
-
-
-@pytest.mark.parametrize("groups, share, match", [(["a", "b"], 0.5, "one group per model"),
-                                                  (["a"] * 5, 0.0, "max_share"), (["a"] * 5, 1.5, "max_share")])
-def test_a_cap_with_the_wrong_groups_or_share_is_refused(groups, share, match):
-    preds, y, _ = _one_strong_family()
-    with pytest.raises(ValueError, match=match):
-        ensemble_selection(preds, y, "mse", groups=groups, max_share=share)
