@@ -365,7 +365,8 @@ def _reselection(args, name, seed):
             "estimator": _error(task, y_true, model_prediction(model, X_test, task))}
     candidates = [SimpleNamespace(status="ok", val_pred=obs.val_pred, obs=obs)
                   for obs in result.history if obs.status == "ok"]
-    return SimpleNamespace(line=line, chosen=chosen, select=select, scored=scored, candidates=candidates, view=view,
+    return SimpleNamespace(line=line, chosen=chosen, select=select, scored=scored, test_pred=test_pred,
+                           candidates=candidates, view=view,
                            y_all=y_all, y_true=y_true, prior_test=prior_test, task=task, n_classes=n_classes,
                            result=result, seed=seed)
 
@@ -459,6 +460,25 @@ def run_size(args) -> None:
             _record(out, line)
 
 
+def run_stack(args) -> None:
+    from optdiv.final.choice import Stacker, weighted_prediction
+
+    out = args.out / "stack.jsonl"
+    for name in args.datasets:
+        for seed in args.seeds:
+            again = _reselection(args, name, seed)
+            members, weights = again.select(again.candidates)
+            tests = [again.test_pred(again.candidates[i].obs) for i in members]
+            kept = [j for j, p in enumerate(tests) if p is not None]
+            val = [again.candidates[members[j]].val_pred for j in kept]
+            test = [tests[j] for j in kept]
+            selected = weighted_prediction(test, weights[kept] / weights[kept].sum())
+            stacked = Stacker(again.task, again.n_classes, seed).fit(val, np.asarray(again.view.y_val)).predict(test)
+            _record(out, {**again.line, "members": len(kept), "all": _error(again.task, again.y_true, selected),
+                          "stack": _error(again.task, again.y_true, stacked),
+                          "blend": _error(again.task, again.y_true, (selected + stacked) / 2)})
+
+
 def run_pool(args) -> None:
     out = args.out / "pool.jsonl"
     for name in args.datasets:
@@ -535,6 +555,11 @@ def run_report(args) -> None:
             print(f"\n## {check}: {len(lines)} (dataset, seed) searches, test error by dataset\n")
             counts = sorted({key for key in lines[0] if key.startswith(prefix)}, key=lambda key: int(key[len(prefix):]))
             print("\n".join(_table(lines, ("estimator", "all", *counts), "all", "dataset")))
+    stack = args.out / "stack.jsonl"
+    if stack.exists():
+        lines = [json.loads(x) for x in stack.read_text().splitlines() if x.strip()]
+        print(f"\n## stack: {len(lines)} (dataset, seed) searches, test error by dataset\n")
+        print("\n".join(_table(lines, ("estimator", "all", "stack", "blend"), "all", "dataset")))
     longer = args.out / "longer.jsonl"
     if longer.exists():
         lines = [json.loads(x) for x in longer.read_text().splitlines() if x.strip()]
@@ -547,7 +572,7 @@ def run_report(args) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in ("bags", "ensemble", "reselect", "prior", "size", "pool", "longer"):
+    for command in ("bags", "ensemble", "reselect", "prior", "size", "pool", "stack", "longer"):
         sub = commands.add_parser(command)
         sub.add_argument("--data-dir", type=Path, required=True)
         sub.add_argument("--datasets", type=lambda s: [x for x in s.split(",") if x], required=True)
@@ -563,7 +588,7 @@ def main(argv=None) -> int:
     if args.command != "report":
         args.out.mkdir(parents=True, exist_ok=True)
     {"bags": run_bags, "ensemble": run_ensemble, "reselect": run_reselect, "prior": run_prior,
-     "size": run_size, "pool": run_pool, "longer": run_longer, "report": run_report}[args.command](args)
+     "size": run_size, "pool": run_pool, "stack": run_stack, "longer": run_longer, "report": run_report}[args.command](args)
     return 0
 
 
