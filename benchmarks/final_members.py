@@ -60,6 +60,11 @@ and ``size100`` steps (``all``: its own 25).
 candidates? The same searches and refits as ``prior``; the product's selection made again among only the 5, 10
 and 20 evaluations of lowest validation loss (``top5``, ``top10``, ``top20``; ``all``: every evaluation).
 
+``stack``: does a model fitted on the selected members' validation predictions combine them better than the
+selection's weights? The same searches and refits as ``prior``; ``stack``: the product's ``Stacker`` (logistic
+regression on class probabilities, ridge on values) over the selection's members, ``blend``: its prediction averaged
+with the weighted ensemble's (``all``).
+
 ``longer``: is a member worth refitting with more rounds than the search scored? The same searches and refits as
 ``prior``; the product's selection unchanged, its forest members (random forests and extra trees) refitted with 300
 trees (``trees300``; the search fits 100), or its LightGBM members with half their
@@ -67,9 +72,9 @@ learning rate for twice their rounds (``slow2``); every other member as in ``all
 ``lightgbm_weight``: their shares of the selection.
 
 Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl, OUT/prior.jsonl, OUT/size.jsonl,
-OUT/pool.jsonl and OUT/longer.jsonl is one (dataset, seed[, algorithm]) with every variant's test error (% or MSE);
-``report`` prints the means and, per variant, lower / level / higher against ``refit`` (bags, ensemble) or ``all``
-(reselect, prior, size, pool, longer) with a two-sided Wilcoxon p over the pairs.
+OUT/pool.jsonl, OUT/stack.jsonl and OUT/longer.jsonl is one (dataset, seed[, algorithm]) with every variant's test
+error (% or MSE); ``report`` prints the means and, per variant, lower / level / higher against ``refit`` (bags,
+ensemble) or ``all`` (reselect, prior, size, pool, stack, longer) with a two-sided Wilcoxon p over the pairs.
 """
 
 from __future__ import annotations

@@ -165,3 +165,17 @@ def test_a_change_applies_to_its_algorithms_only(script):
         assert {name for name, c in configs.items() if fm._changes(change, space.build, c, 0)} == applies
     lgb = fm._changed("slow2", space.build)(dict(configs["lightgbm"]), 0)
     assert final_estimator(lgb).learning_rate == 0.05 and final_estimator(lgb).n_estimators == 200
+
+
+@pytest.mark.timeout(300)
+def test_the_stack_check_scores_a_stacker_over_the_selection_and_their_blend(script, tmp_path, capsys):
+    fm = script("final_members")
+    frame = _noisy_line(tmp_path, seed=7)
+    fm.run_stack(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    (line,) = [json.loads(x) for x in (tmp_path / "stack.jsonl").read_text().splitlines()]
+    assert line["task"] == "regression" and 1 <= line["members"] <= line["evaluations"]
+    assert 0.0 < line["all"] < float(np.var(frame["target"]))  # the selection learned the informative column
+    assert 0.0 < line["stack"] < float(np.var(frame["target"]))
+    assert line["blend"] <= (line["all"] + line["stack"]) / 2 + 1e-12  # squared error is convex in the prediction
+    fm.run_report(Namespace(out=tmp_path))
+    assert "## stack: 1 (dataset, seed) searches" in capsys.readouterr().out
