@@ -593,7 +593,8 @@ def main(argv=None) -> int:
     if args.command != "report":
         args.out.mkdir(parents=True, exist_ok=True)
     {"bags": run_bags, "ensemble": run_ensemble, "reselect": run_reselect, "prior": run_prior,
-     "size": run_size, "pool": run_pool, "stack": run_stack, "longer": run_longer, "report": run_report}[args.command](args)
+     "size": run_size, "pool": run_pool, "stack": run_stack, "longer": run_longer,
+     "report": run_report}[args.command](args)
     return 0
 
 
