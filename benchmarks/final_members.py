@@ -376,6 +376,13 @@ def _reselection(args, name, seed):
                            result=result, seed=seed)
 
 
+def _reselections(args):
+    """:func:`_reselection` for each dataset and seed of ``args``, in that order."""
+    for name in args.datasets:
+        for seed in args.seeds:
+            yield _reselection(args, name, seed)
+
+
 def _is_forest(model) -> bool:
     from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, RandomForestClassifier,
                                   RandomForestRegressor)
@@ -437,77 +444,67 @@ def _weight_changed(again, members, weights, change: str) -> float:
 
 def run_prior(args) -> None:
     out = args.out / "prior.jsonl"
-    for name in args.datasets:
-        for seed in args.seeds:
-            again = _reselection(args, name, seed)
-            view, task, n_classes = again.view, again.task, again.n_classes
-            if view.folds is not None:
-                by_fold = {fold: _constant(again.y_all[view.folds != fold], task, n_classes)
-                           for fold in np.unique(view.folds)}  # each fold's rows: the other folds' targets
-                prior_val = np.stack([by_fold[fold] for fold in view.folds])
-            else:
-                prior_val = np.repeat(_constant(view.y_train, task, n_classes)[None], len(view.y_val), axis=0)
-            plain, _ = again.chosen(again.candidates)
-            guarded, share = again.chosen(again.candidates + [SimpleNamespace(status="ok", val_pred=prior_val,
-                                                                              obs=None)])
-            _record(out, {**again.line, "constant": _error(task, again.y_true, again.prior_test),
-                          "prior_weight": round(share, 4), "all": plain, "prior": guarded})
+    for again in _reselections(args):
+        view, task, n_classes = again.view, again.task, again.n_classes
+        if view.folds is not None:
+            by_fold = {fold: _constant(again.y_all[view.folds != fold], task, n_classes)
+                       for fold in np.unique(view.folds)}  # each fold's rows: the other folds' targets
+            prior_val = np.stack([by_fold[fold] for fold in view.folds])
+        else:
+            prior_val = np.repeat(_constant(view.y_train, task, n_classes)[None], len(view.y_val), axis=0)
+        plain, _ = again.chosen(again.candidates)
+        guarded, share = again.chosen(again.candidates + [SimpleNamespace(status="ok", val_pred=prior_val,
+                                                                          obs=None)])
+        _record(out, {**again.line, "constant": _error(task, again.y_true, again.prior_test),
+                      "prior_weight": round(share, 4), "all": plain, "prior": guarded})
 
 
 def run_size(args) -> None:
     out = args.out / "size.jsonl"
-    for name in args.datasets:
-        for seed in args.seeds:
-            again = _reselection(args, name, seed)
-            line = {**again.line, "all": again.chosen(again.candidates)[0]}
-            for size in SIZES:
-                line[f"size{size}"] = again.chosen(again.candidates, size)[0]
-            _record(out, line)
+    for again in _reselections(args):
+        line = {**again.line, "all": again.chosen(again.candidates)[0]}
+        for size in SIZES:
+            line[f"size{size}"] = again.chosen(again.candidates, size)[0]
+        _record(out, line)
 
 
 def run_stack(args) -> None:
     from optdiv.final.choice import Stacker, weighted_prediction
 
     out = args.out / "stack.jsonl"
-    for name in args.datasets:
-        for seed in args.seeds:
-            again = _reselection(args, name, seed)
-            members, weights = again.select(again.candidates)
-            tests = [again.test_pred(again.candidates[i].obs) for i in members]
-            kept = [j for j, p in enumerate(tests) if p is not None]
-            val = [again.candidates[members[j]].val_pred for j in kept]
-            test = [tests[j] for j in kept]
-            selected = weighted_prediction(test, weights[kept] / weights[kept].sum())
-            stacked = Stacker(again.task, again.n_classes, seed).fit(val, np.asarray(again.view.y_val)).predict(test)
-            _record(out, {**again.line, "members": len(kept), "all": _error(again.task, again.y_true, selected),
-                          "stack": _error(again.task, again.y_true, stacked),
-                          "blend": _error(again.task, again.y_true, (selected + stacked) / 2)})
+    for again in _reselections(args):
+        members, weights = again.select(again.candidates)
+        tests = [again.test_pred(again.candidates[i].obs) for i in members]
+        kept = [j for j, p in enumerate(tests) if p is not None]
+        val = [again.candidates[members[j]].val_pred for j in kept]
+        test = [tests[j] for j in kept]
+        selected = weighted_prediction(test, weights[kept] / weights[kept].sum())
+        stacked = Stacker(again.task, again.n_classes, again.seed).fit(val, np.asarray(again.view.y_val)).predict(test)
+        _record(out, {**again.line, "members": len(kept), "all": _error(again.task, again.y_true, selected),
+                      "stack": _error(again.task, again.y_true, stacked),
+                      "blend": _error(again.task, again.y_true, (selected + stacked) / 2)})
 
 
 def run_pool(args) -> None:
     out = args.out / "pool.jsonl"
-    for name in args.datasets:
-        for seed in args.seeds:
-            again = _reselection(args, name, seed)
-            ranked = sorted(again.candidates, key=lambda c: c.obs.val_loss)
-            line = {**again.line, "all": again.chosen(again.candidates)[0]}
-            for count in POOLS:
-                line[f"top{count}"] = again.chosen(ranked[:count])[0]
-            _record(out, line)
+    for again in _reselections(args):
+        ranked = sorted(again.candidates, key=lambda c: c.obs.val_loss)
+        line = {**again.line, "all": again.chosen(again.candidates)[0]}
+        for count in POOLS:
+            line[f"top{count}"] = again.chosen(ranked[:count])[0]
+        _record(out, line)
 
 
 def run_longer(args) -> None:
     out = args.out / "longer.jsonl"
-    for name in args.datasets:
-        for seed in args.seeds:
-            again = _reselection(args, name, seed)
-            members, weights = again.select(again.candidates)
-            line = {**again.line, "forest_weight": round(_weight_changed(again, members, weights, "trees300"), 4),
-                    "lightgbm_weight": round(_weight_changed(again, members, weights, "slow2"), 4),
-                    "all": again.scored(again.candidates, members, weights)[0]}
-            for change in CHANGES:
-                line[change] = again.scored(again.candidates, members, weights, change)[0]
-            _record(out, line)
+    for again in _reselections(args):
+        members, weights = again.select(again.candidates)
+        line = {**again.line, "forest_weight": round(_weight_changed(again, members, weights, "trees300"), 4),
+                "lightgbm_weight": round(_weight_changed(again, members, weights, "slow2"), 4),
+                "all": again.scored(again.candidates, members, weights)[0]}
+        for change in CHANGES:
+            line[change] = again.scored(again.candidates, members, weights, change)[0]
+        _record(out, line)
 
 
 def _table(lines, variants, reference, key) -> list:
