@@ -352,14 +352,18 @@ def _reselection(args, name, seed):
         return choose_members(candidates, view.y_val, loss, "caruana", size, seed, selection_loss=selection["loss"],
                               bags=selection["bags"])
 
-    def scored(candidates, members, weights, change=None):
-        """(test error, the constant member's weight) of a selection (``members``, ``weights``) of ``candidates``;
-        ``change``: a key of :data:`CHANGES`, the members it applies to refitted with it."""
+    def selected(candidates, members, weights, change=None):
+        """(test prediction, positions in ``members`` it holds) of a selection (``members``, ``weights``) of
+        ``candidates``: the members with a test prediction, their weights renormalised; ``change``: a key of
+        :data:`CHANGES`, the members it applies to refitted with it."""
         preds = [test_pred(candidates[i].obs, change) for i in members]
         kept = [j for j, p in enumerate(preds) if p is not None]
+        return weighted_prediction([preds[j] for j in kept], weights[kept] / weights[kept].sum()), kept
+
+    def scored(candidates, members, weights, change=None):
+        """(test error, the constant member's weight) of a selection, as :func:`selected` predicts it."""
         share = float(sum(w for i, w in zip(members, weights) if candidates[i].obs is None))
-        weights = weights[kept] / weights[kept].sum()
-        return _error(task, y_true, weighted_prediction([preds[j] for j in kept], weights)), share
+        return _error(task, y_true, selected(candidates, members, weights, change)[0]), share
 
     def chosen(candidates, size=model.ensemble_size):
         """(test error, the constant member's weight) of the product's selection over ``candidates``."""
@@ -370,10 +374,9 @@ def _reselection(args, name, seed):
             "estimator": _error(task, y_true, model_prediction(model, X_test, task))}
     candidates = [SimpleNamespace(status="ok", val_pred=obs.val_pred, obs=obs)
                   for obs in result.history if obs.status == "ok"]
-    return SimpleNamespace(line=line, chosen=chosen, select=select, scored=scored, test_pred=test_pred,
-                           candidates=candidates, view=view,
-                           y_all=y_all, y_true=y_true, prior_test=prior_test, task=task, n_classes=n_classes,
-                           result=result, seed=seed)
+    return SimpleNamespace(line=line, chosen=chosen, select=select, selected=selected, scored=scored,
+                           test_pred=test_pred, candidates=candidates, view=view, y_all=y_all, y_true=y_true,
+                           prior_test=prior_test, task=task, n_classes=n_classes, result=result, seed=seed)
 
 
 def _reselections(args):
@@ -469,16 +472,14 @@ def run_size(args) -> None:
 
 
 def run_stack(args) -> None:
-    from optdiv.final.choice import Stacker, weighted_prediction
+    from optdiv.final.choice import Stacker
 
     out = args.out / "stack.jsonl"
     for again in _reselections(args):
         members, weights = again.select(again.candidates)
-        tests = [again.test_pred(again.candidates[i].obs) for i in members]
-        kept = [j for j, p in enumerate(tests) if p is not None]
+        selected, kept = again.selected(again.candidates, members, weights)
         val = [again.candidates[members[j]].val_pred for j in kept]
-        test = [tests[j] for j in kept]
-        selected = weighted_prediction(test, weights[kept] / weights[kept].sum())
+        test = [again.test_pred(again.candidates[members[j]].obs) for j in kept]  # read back from the refits above
         stacked = Stacker(again.task, again.n_classes, again.seed).fit(val, np.asarray(again.view.y_val)).predict(test)
         _record(out, {**again.line, "members": len(kept), "all": _error(again.task, again.y_true, selected),
                       "stack": _error(again.task, again.y_true, stacked),
