@@ -13,8 +13,9 @@ Each fit runs in a subprocess pinned to its cores (CPU affinity, which the estim
 class_sep=0.8, random_state=0)``; other names are CSV files of ``--data-dir`` (last column the target). Per fit it
 records the test error (%, or MSE), the evaluations and how many failed, the wall time against the budget, the
 peak resident memory of the driver, of its largest worker and of the whole process tree at once (and the three
-evaluations that peaked highest, with their algorithm and preprocessor), and which algorithms were evaluated and
-which failed; ``lightgbm`` is ``LGBMClassifier()`` / ``LGBMRegressor()`` at their
+evaluations that peaked highest, with their algorithm and preprocessor), which algorithms were evaluated and
+which failed, and where the cores' time went: the share of the fit's cores busy (anything running on them counts,
+so run nothing else there), the evaluations' fit seconds and the suggestions' seconds, summed; ``lightgbm`` is ``LGBMClassifier()`` / ``LGBMRegressor()`` at their
 defaults on the same cores and rows. A rerun skips the fits already in ``OUT/results.jsonl``. ``--jobs 2`` runs
 two fits at once on disjoint cores (fewest cores first; a fit waits until its cores are free), so one-core fits pair
 up on a 2-core machine. ``report`` writes ``OUT/table.md`` with a Wilcoxon test of the most cores against one;
@@ -112,6 +113,22 @@ class TreePeak:
         return self.peak
 
 
+def core_ticks(cores) -> tuple:
+    """(busy, all) clock ticks so far of ``cores`` (Linux's /proc/stat; (0, 0) elsewhere)."""
+    busy = total = 0
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return 0, 0
+    for line in lines:
+        name, *values = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cores:
+            ticks = [int(v) for v in values]
+            total += sum(ticks[:8])
+            busy += sum(ticks[:8]) - ticks[3] - ticks[4]  # all but idle and waiting for I/O
+    return busy, total
+
+
 def fit(job: dict) -> dict:
     """One pinned fit (runs in the subprocess)."""
     cores = job.get("core_ids") or available_cores()[: job["cores"]]
@@ -132,8 +149,10 @@ def fit(job: dict) -> dict:
 
     cls = OptDivClassifier if task == "classification" else OptDivRegressor
     tree = TreePeak()
+    ticks = core_ticks(cores)
     model = cls(time_budget=job["seconds"], seed=job["seed"], **job.get("options", {})).fit(X_train, y_train)
     wall = time.perf_counter() - began
+    busy, total = (after - before for after, before in zip(core_ticks(cores), ticks))
     tree_mb = tree.stop()
     history = model.result_.history
     memory = model.result_.info.get("peak_memory_mb") or {}
@@ -147,7 +166,10 @@ def fit(job: dict) -> dict:
                algorithms=[obs.algorithm for obs in history],
                search_seconds=model.result_.info.get("search_seconds"), stopped=model.result_.info.get("stopped"),
                final_model=model.result_.info.get("final_model"),
-               cut=sum("rounds_fitted" in obs.measures for obs in history), largest=largest_evaluations(history))
+               cut=sum("rounds_fitted" in obs.measures for obs in history), largest=largest_evaluations(history),
+               cores_busy=round(busy / total, 3) if total else None,
+               fit_seconds=round(sum(obs.fit_seconds for obs in history), 2),
+               suggest_seconds=round(sum(model.result_.suggest_seconds), 2))
     return out
 
 
