@@ -19,9 +19,8 @@ builds an evaluator that evaluates as the engine's would, whatever options that 
 (:meth:`Evaluator.worker_recipe`, the runners' interface of :mod:`optdiv.evaluation.interface`).
 
 Builders must be picklable by reference (top-level functions of an importable module), because the
-worker imports them; the constructor checks this and raises ``TypeError`` early. A script that uses the
-evaluator needs the usual ``if __name__ == "__main__":`` guard: each worker imports the main module again, whether
-spawned or forked from the fork server.
+worker imports them; the constructor checks this and raises ``TypeError`` early. With ``spawn``, a
+script that uses the evaluator needs the usual ``if __name__ == "__main__":`` guard.
 """
 
 from __future__ import annotations
@@ -45,8 +44,7 @@ from optdiv.evaluation.interface import EvaluatorInterface, WorkerRecipe
 from optdiv.evaluation.memory import can_watch_memory, resolve_memory_limit, splits_mb
 from optdiv.evaluation.observation import DEADLINE, WORKER_START_FAILED, WORST_LOSS, Observation, algorithm_of
 from optdiv.evaluation.pipelines import part_rows_digest, pipeline_path, splits_digest
-from optdiv.evaluation.worker import (START_TIMEOUT, Worker, default_start_method, describe_exit, keep, shutdown,
-                                     take_kept, worker_context)
+from optdiv.evaluation.worker import START_TIMEOUT, Worker, describe_exit, keep, shutdown, take_kept
 
 #: Share of an evaluation's time limit its forest or booster may grow in before it keeps the rounds it has
 #: (optdiv.evaluation.anytime); the rest is for predicting the validation and test rows and sending them back.
@@ -100,7 +98,7 @@ class Evaluator(EvaluatorInterface):
         seed: int = 0,
         memory_limit_mb: Union[int, str, None] = None,
         in_process: bool = False,
-        start_method: Optional[str] = None,
+        start_method: str = "spawn",
         threads: Optional[int] = 1,
         pipelines_dir=None,
         bag_folds: bool = False,
@@ -130,7 +128,7 @@ class Evaluator(EvaluatorInterface):
         self.memory_limit_mb = resolve_memory_limit(  # "auto": by the data this evaluator's worker holds
             memory_limit_mb, splits_mb(splits) if memory_limit_mb == "auto" else 0.0)
         self.in_process = in_process
-        self.start_method = start_method or default_start_method()
+        self.start_method = start_method
         self.threads = threads  # the evaluation's threads: its models' and its OpenMP/BLAS caps; None: library defaults
         self.pipelines_dir = pipelines_dir  # where fitted pipelines are saved (optdiv.evaluation.pipelines)
         self.bag_folds = bool(bag_folds)  # under cross-validation, save each evaluation's fold pipelines as one bag
@@ -159,7 +157,7 @@ class Evaluator(EvaluatorInterface):
         args = (self.build, self.splits, self.task, self.n_classes, self.seed, capped)
         self._holder[0] = take_kept(self._worker_kind(), args)  # one a closed evaluator left, without start-up
         if self._holder[0] is None:
-            ctx = worker_context(self.start_method)
+            ctx = multiprocessing.get_context(self.start_method)
             self._holder[0] = Worker(ctx, args, self.threads, memory_limit_mb=watched)
         self.worker_starts += 1
 

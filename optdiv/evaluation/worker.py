@@ -2,13 +2,10 @@
 
 Process model
 -------------
-Fits run in **one persistent worker process**, forked from multiprocessing's fork server where the platform
-has one, else started with ``spawn`` (:func:`default_start_method`; ``start_method`` chooses). Never a plain
-``fork`` of the caller, which can deadlock when it already runs OpenMP / BLAS thread pools (LightGBM's, in the
-surrogates). The fork server imports the worker's libraries once (:data:`FORKSERVER_PRELOAD`), so every worker
-after it starts in milliseconds instead of importing them again: N workers at once no longer pay N imports on the
-same cores, and a worker ended at its time limit is replaced at once. The worker receives the data splits once,
-when it starts, and then serves evaluations one after another over a :func:`multiprocessing.Pipe`: the parent sends
+Fits run in **one persistent worker process** started with the ``spawn`` context (``fork`` can deadlock
+when the parent already runs OpenMP / BLAS thread pools, e.g. after LightGBM; ``forkserver`` may be
+chosen with ``start_method``). The worker receives the data splits once, when it starts, and then
+serves evaluations one after another over a :func:`multiprocessing.Pipe`: the parent sends
 ``(task id, config)``, the worker builds ``Pipeline([("prep", make_preprocessor(X_train)), ("model",
 build(config, seed))])``, fits it on the training rows, predicts validation and test rows and sends
 the float32 predictions back. With cross-validation splits (``splits.folds`` set, see
@@ -24,8 +21,8 @@ records a ``"timeout"``; a cross-validation evaluation that timed out after some
 loss of those folds' out-of-fold predictions as ``partial_loss`` (a censored observation, see
 :class:`Observation`); when the worker dies (non-zero exit, a signal such as SIGSEGV, the kernel's
 OOM killer) it records a ``"failed"`` observation with the exit code or signal. Either way the next
-evaluation starts a fresh worker. Worker start-up (the fork, or a spawned interpreter's imports, and receiving the
-splits) is not charged to the evaluation's limit; the limit covers building, fitting and predicting.
+evaluation starts a fresh worker. Worker start-up (interpreter, imports, receiving the splits, about
+1-2 s) is not charged to the evaluation's limit; the limit covers building, fitting and predicting.
 
 Under a time budget the engine passes ``evaluate(..., time_limit=SECONDS)``: the most this one call may
 take, worker start-up included. When that cut (not the configuration's own ``time_limit``) ends it, the
@@ -37,7 +34,7 @@ With ``pipelines_dir`` the worker also saves every successful holdout fit there 
 
 A worker is reused while it stays healthy, so an evaluation costs one pipe round trip of the config
 and the predictions (around a millisecond on small data) on top of the fit itself, instead of a
-process start (a fork; with ``spawn``, 3-5 s of numpy/pandas/scikit-learn imports on a small machine). A ``MemoryError`` is recorded
+process start (3-5 s of numpy/pandas/scikit-learn imports on a small machine). A ``MemoryError`` is recorded
 as a failure and the worker is replaced, since its heap may be in a poor state. When its evaluator closes, an idle,
 healthy, small worker is kept for :data:`KEEP_SECONDS` and handed the data of the next evaluator of this process
 started with the same settings (:func:`keep`, :func:`take_kept`), so repeated fits pay the start-up once.
@@ -49,7 +46,6 @@ from __future__ import annotations
 
 import atexit
 import gc
-import multiprocessing
 import multiprocessing.util  # noqa: F401  (so our atexit hook runs before its child-joining one)
 import os
 import signal
@@ -87,11 +83,10 @@ def _set_memory_limit(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _worker_main(conn, threads: Optional[int] = None) -> None:
+def _worker_main(conn) -> None:
     """Worker loop: take the data, announce readiness, then serve ``(task id, config)`` until told to stop or
     orphaned. ``("idle", seconds)`` (its evaluator closed, :func:`keep`) drops the data and waits that long for
-    ``("bind", data)`` from the next evaluator, or leaves. ``threads``: the OpenMP/BLAS caps of this process."""
-    cap_threads(threads)
+    ``("bind", data)`` from the next evaluator, or leaves."""
     try:
         try:
             args = conn.recv()
@@ -227,58 +222,6 @@ def thread_limit_environment(threads: Optional[int]):
                 os.environ[name] = value
 
 
-def cap_threads(threads: Optional[int]) -> None:
-    """Cap this process's OpenMP/BLAS pools at ``threads`` now, libraries already loaded included: a worker forked
-    from the fork server inherits its libraries and environment, not the caps its evaluator set for it."""
-    if not threads:
-        return
-    os.environ.update({name: str(int(threads)) for name in THREAD_VARIABLES})  # for libraries loaded later
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # scikit-learn installs it; without it the environment caps are what there is
-        return
-    _THREAD_CAPS.append(threadpool_limits(limits=int(threads)))  # held for the process's life
-
-
-#: The thread caps :func:`cap_threads` set (kept referenced: they last as long as this process).
-_THREAD_CAPS: list = []
-
-#: What the fork server imports once, before it forks any worker: the libraries of the worker and of the built-in
-#: spaces' models. Each worker then starts with them loaded (a fork, well under a second) instead of importing them
-#: anew (seconds), which N workers at once would each pay on the same cores. optdiv's own modules are not among them:
-#: the fork server resolves imports on its own path, not the caller's, and a worker must run the caller's optdiv.
-#: Modules not installed are skipped.
-FORKSERVER_PRELOAD = ("numpy", "scipy.stats", "pandas", "joblib", "threadpoolctl", "ConfigSpace", "lightgbm",
-                      "sklearn.pipeline", "sklearn.compose", "sklearn.preprocessing", "sklearn.impute",
-                      "sklearn.decomposition", "sklearn.feature_selection", "sklearn.kernel_approximation",
-                      "sklearn.ensemble", "sklearn.svm", "sklearn.neighbors", "sklearn.linear_model",
-                      "sklearn.discriminant_analysis", "sklearn.naive_bayes", "sklearn.tree")
-
-
-def default_start_method() -> str:
-    """``forkserver`` where this platform has it (see :data:`FORKSERVER_PRELOAD`), else ``spawn``. Neither forks
-    the calling process, whose OpenMP pools (LightGBM's, in the surrogates) a fork could deadlock."""
-    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-
-
-def worker_context(start_method: str):
-    """The multiprocessing context workers start in; the fork server is started once, with one thread per pool
-    (each worker raises its own caps, :func:`cap_threads`) and :data:`FORKSERVER_PRELOAD` imported."""
-    ctx = multiprocessing.get_context(start_method)
-    if start_method == "forkserver" and not _FORKSERVER_READY:
-        from multiprocessing import forkserver
-
-        ctx.set_forkserver_preload(list(FORKSERVER_PRELOAD))
-        with thread_limit_environment(1):
-            forkserver.ensure_running()
-        _FORKSERVER_READY.append(True)
-    return ctx
-
-
-#: Whether this process started its fork server (a list, so it is set without a global statement).
-_FORKSERVER_READY: list = []
-
-
 def _send_start_data(conn, args) -> None:
     try:
         conn.send(args)
@@ -296,7 +239,7 @@ class Worker:
     def __init__(self, ctx, args, threads: Optional[int] = None, memory_limit_mb: Optional[float] = None):
         self.memory_limit_mb = memory_limit_mb  # watched here, on the worker's resident set (optdiv.evaluation.memory)
         parent_conn, child_conn = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker_main, args=(child_conn, threads), name="optdiv-evaluator")
+        self.proc = ctx.Process(target=_worker_main, args=(child_conn,), name="optdiv-evaluator")
         with thread_limit_environment(threads):
             self.proc.start()
         _LIVE_WORKERS.add(self)

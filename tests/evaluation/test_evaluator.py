@@ -1,7 +1,6 @@
 """The evaluator: predictions, losses and every kind of failure, with fits in a worker process."""
 
 import math
-import multiprocessing
 import sys
 import time
 
@@ -266,32 +265,6 @@ def test_worker_runs_with_the_thread_cap():
     assert {name: os.environ.get(name) for name in THREAD_VARIABLES} == before
 
 
-@pytest.mark.parametrize("start_method", ["spawn", "forkserver"])
-def test_each_worker_caps_its_pools_at_its_own_threads(start_method):
-    """A forked worker inherits the fork server's loaded libraries, not caps set for it: each worker must set its
-    own, in either order (the fork server started for a one-thread worker, then a two-thread one, and back)."""
-    from optdiv.evaluation.threads import available_cores
-
-    if start_method not in multiprocessing.get_all_start_methods():
-        pytest.skip(f"{start_method} is not a start method of this platform")
-    splits = split(load_dataset("sklearn:breast_cancer"), seed=0)
-    wanted = [1, min(2, available_cores()), 1]
-    for threads in wanted:
-        with Evaluator(builders.report_pool_threads, splits, "classification", "error", time_limit=60,
-                       threads=threads, start_method=start_method) as evaluator:
-            obs = evaluator.evaluate({}, index=0)
-        assert obs.status == "failed" and f"POOLS={threads}" in obs.error.splitlines()[-1], obs.error[-300:]
-
-
-def test_workers_start_from_the_fork_server_where_the_platform_has_one():
-    from optdiv.evaluation.worker import default_start_method
-
-    expected = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    assert default_start_method() == expected
-    splits = split(load_dataset("sklearn:breast_cancer"), seed=0)
-    assert Evaluator(builders.logreg, splits, "classification", "error").start_method == expected
-
-
 def test_an_unguarded_script_stops_with_a_hint_instead_of_hanging(tmp_path):
     """A script without ``if __name__ == "__main__"`` is re-run by the worker's spawn start-up. The data (over
     the OS pipe buffer) must not ride in the start payload, or start() blocks forever once that child dies;
@@ -353,8 +326,7 @@ def test_workers_start_side_by_side_and_one_stopped_while_its_data_are_in_flight
 
     big = split(from_frame(frame, target="target", name="big"), seed=0)
     evaluators = [Evaluator(builders.by_name, big, "classification", "error", n_classes=2, time_limit=60,
-                            memory_limit_mb=4096 + i, start_method="spawn")  # a spawned worker imports for seconds
-                  for i in range(3)]  # own limits: none takes a kept worker
+                            memory_limit_mb=4096 + i) for i in range(3)]  # own limits: none takes a kept worker
     try:
         for ev in evaluators:
             ev.spawn()

@@ -168,13 +168,6 @@ def by_name(config, seed):
     }[config["algorithm"]](config, seed)
 
 
-def report_pool_threads(config, seed):
-    """Fails on purpose, naming the thread counts of the worker's loaded OpenMP/BLAS pools in the error."""
-    from threadpoolctl import threadpool_info
-
-    raise RuntimeError("POOLS=" + ",".join(sorted({str(pool["num_threads"]) for pool in threadpool_info()})))
-
-
 def report_threads(config, seed):
     """Fails on purpose, naming the worker's OpenMP thread cap in the error."""
     raise RuntimeError(f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
