@@ -15,11 +15,12 @@ records the test error (%, or MSE), the evaluations and how many failed, the wal
 peak resident memory of the driver, of its largest worker and of the whole process tree at once (and the three
 evaluations that peaked highest, with their algorithm and preprocessor), which algorithms were evaluated and
 which failed, and where the cores' time went: the share of the fit's cores busy (anything running on them counts,
-so run nothing else there), the evaluations' fit seconds and the suggestions' seconds, summed; ``lightgbm`` is ``LGBMClassifier()`` / ``LGBMRegressor()`` at their
-defaults on the same cores and rows. A rerun skips the fits already in ``OUT/results.jsonl``. ``--jobs 2`` runs
-two fits at once on disjoint cores (fewest cores first; a fit waits until its cores are free), so one-core fits pair
-up on a 2-core machine. ``report`` writes ``OUT/table.md`` with a Wilcoxon test of the most cores against one;
+so run nothing else there), the evaluations' fit seconds and the suggestions' seconds, summed; ``lightgbm`` is
+``LGBMClassifier()`` / ``LGBMRegressor()`` at their defaults on the same cores and rows. A rerun skips the fits
+already in ``OUT/results.jsonl``. ``--jobs 2`` runs two fits at once on disjoint cores (fewest cores first; a fit
+waits until its cores are free), so one-core fits pair up on a 2-core machine. ``report`` writes ``OUT/table.md`` with a Wilcoxon test of the most cores against one;
 ``compare --out OUT --against OTHER/results.jsonl`` pairs two runs of the same fits (two versions of the code).
+``report`` also says, per core count, where the fits' core-seconds went (:func:`time_shares`).
 """
 
 from __future__ import annotations
@@ -283,6 +284,7 @@ def report(args) -> int:
         both = [p for p in pairs.values() if few in p and most in p]
         lines.append(relative_pairs_line(f"{most} cores against {few}", [p[most] for p in both],
                                          [p[few] for p in both]) + ".")
+    lines += [line for count in cores if (line := time_shares([r for r in ok if r["cores"] == count]))]
     late = [r for r in ok if r["system"] == "optdiv" and abs(r["wall_seconds"] - r["seconds"]) > 10]
     lines.append(f"Fits ending more than 10 s from their budget: {len(late)} of "
                  f"{sum(r['system'] == 'optdiv' for r in ok)}.")
@@ -290,6 +292,23 @@ def report(args) -> int:
     (Path(args.out) / "table.md").write_text(text)
     print(text)
     return 0
+
+
+def time_shares(records) -> str:
+    """Where the optdiv fits' core-seconds (wall time times cores) went, as shares: busy, the evaluations' fits, the
+    refits of final members (ahead, in the search, and after it), the suggestions, the rest of the busy time (workers'
+    start-up, the driver's own work); empty for records without the busy share."""
+    fits = [r for r in records if r["system"] == "optdiv" and r.get("cores_busy") is not None]
+    if not fits:
+        return ""
+    total = sum(r["wall_seconds"] * r["cores"] for r in fits)
+    busy = sum(r["wall_seconds"] * r["cores"] * r["cores_busy"] for r in fits)
+    refits = sum(t.get("seconds") or 0.0 for r in fits for t in (r.get("final_model") or {}).get("refit_times", []))
+    fitted, suggested = sum(r["fit_seconds"] for r in fits), sum(r["suggest_seconds"] for r in fits)
+    rest = busy - fitted - refits - suggested
+    return (f"{fits[0]['cores']} cores, where {total:.0f} core-seconds of {len(fits)} fits went: busy "
+            f"{busy / total:.0%}, evaluations' fits {fitted / total:.0%}, refits {refits / total:.0%}, suggestions "
+            f"{suggested / total:.0%}, the rest {rest / total:.0%}; {sum(r['evaluations'] for r in fits)} evaluations.")
 
 
 def compare(args) -> int:
