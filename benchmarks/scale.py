@@ -19,8 +19,9 @@ so run nothing else there), the evaluations' fit seconds and the suggestions' se
 ``LGBMClassifier()`` / ``LGBMRegressor()`` at their defaults on the same cores and rows. A rerun skips the fits
 already in ``OUT/results.jsonl``. ``--jobs 2`` runs two fits at once on disjoint cores (fewest cores first; a fit
 waits until its cores are free), so one-core fits pair up on a 2-core machine. ``report`` writes ``OUT/table.md``
-with a Wilcoxon test of the most cores against one; ``compare --out OUT --against OTHER/results.jsonl`` pairs two runs of the same fits (two versions of the code).
-``report`` also says, per core count, where the fits' core-seconds went (:func:`time_shares`).
+with a Wilcoxon test of the most cores against one, and per core count where the fits' core-seconds went
+(:func:`time_shares`); ``compare --out OUT --against OTHER/results.jsonl`` pairs two runs of the same fits (two
+versions of the code).
 """
 
 from __future__ import annotations
