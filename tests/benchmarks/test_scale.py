@@ -65,8 +65,8 @@ def test_the_report_pairs_the_most_cores_with_one(script, tmp_path, capsys):
                             "seconds": 60.0, "driver_mb": 100.0, "worker_mb": 200.0, "tree_mb": 250.0})
             records.append({"data": "d", "seed": seed, "cores": cores, "system": "lightgbm", "status": "ok",
                             "test_error": 8.0, "wall_seconds": 1.0})
-    for r in records[2::4]:  # the 2-core fits: 120 core-seconds each, 90 % busy, of it 60 s fitting, 10 s refitting
-        r.update(cores_busy=0.9, fit_seconds=60.0, suggest_seconds=12.0, wall_seconds=60.0,
+    for r in records[2::4]:  # the 2-core fits, 456 core-seconds in all: 90 % busy, 60 s fitting and 10 s refitting each
+        r.update(cores_busy=0.9, fit_seconds=60.0, suggest_seconds=12.0,
                  final_model={"refit_times": [{"seconds": 4.0}, {"seconds": 6.0}]})
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
@@ -79,9 +79,10 @@ def test_the_report_pairs_the_most_cores_with_one(script, tmp_path, capsys):
     assert "| d | 2 | 5.375 |" in table
     # relative changes -20 %, -8.3 %, +7.1 %, -10 %: the median -9.2 %
     assert "2 cores against 1 over 4 pairs: 3 lower / 0 level / 1 higher, median -9.2 %, Wilcoxon p = " in table
-    assert "Fits ending more than 10 s from their budget: 1 of 8." in table  # seed 0's 2-core fit ends on time here
-    assert ("2 cores, where 480 core-seconds of 4 fits went: busy 90%, evaluations' fits 50%, refits 8%, suggestions "
-            "10%, the rest 22%; 40 evaluations.") in table
+    assert "Fits ending more than 10 s from their budget: 2 of 8." in table
+    # (48 + 3 x 60) s x 2 cores = 456; busy 410.4, fits 240, refits 40, suggestions 48: the rest 82.4
+    assert ("2 cores, where 456 core-seconds of 4 fits went: busy 90%, evaluations' fits 53%, refits 9%, suggestions "
+            "11%, the rest 18%; 40 evaluations.") in table
     assert "1 cores, where" not in table  # records without the busy share say nothing
 
 
