@@ -50,6 +50,8 @@ same history with and without that member, every member refitted here on every t
         --seeds 0-4 --seconds 60 --out runs/final-members
     python benchmarks/final_members.py longer --data-dir ../shared/datasets --datasets amazon_employee,wind \
         --seeds 0-2 --seconds 60 --out runs/final-members
+    python benchmarks/final_members.py foldbags --data-dir ../shared/datasets --datasets bodyfat,quake \\
+        --seeds 0-4 --seconds 60 --out runs/final-members
     python benchmarks/final_members.py report --out runs/final-members
 
 ``size``: does the final selection want more or fewer greedy steps than the product's 25 (auto-sklearn takes
@@ -71,10 +73,17 @@ trees (``trees300``; the search fits 100), or its LightGBM members with half the
 learning rate for twice their rounds (``slow2``); every other member as in ``all``. ``forest_weight`` and
 ``lightgbm_weight``: their shares of the selection.
 
+``foldbags``: on cross-validated data, is a member worth more as the bag of its fold models (the very fits whose
+out-of-fold predictions chose it) than as one refit on every row? The same searches as ``prior``, skipping those
+on a holdout split; the product's selection unchanged, its members as refitted on every training row (``all``), as
+the average of five fits, each on the rows of four of the search's folds (``bags``), and as those five and the refit
+averaged (``bags+refit``).
+
 Each line of OUT/bags.jsonl, OUT/ensemble.jsonl, OUT/reselect.jsonl, OUT/prior.jsonl, OUT/size.jsonl,
-OUT/pool.jsonl, OUT/stack.jsonl and OUT/longer.jsonl is one (dataset, seed[, algorithm]) with every variant's test
-error (% or MSE); ``report`` prints the means and, per variant, lower / level / higher against ``refit`` (bags,
-ensemble) or ``all`` (reselect, prior, size, pool, stack, longer) with a two-sided Wilcoxon p over the pairs.
+OUT/pool.jsonl, OUT/stack.jsonl, OUT/longer.jsonl and OUT/foldbags.jsonl is one (dataset, seed[, algorithm]) with
+every variant's test error (% or MSE); ``report`` prints the means and, per variant, lower / level / higher against
+``refit`` (bags, ensemble) or ``all`` (reselect, prior, size, pool, stack, longer, foldbags) with a two-sided
+Wilcoxon p over the pairs.
 """
 
 from __future__ import annotations
@@ -376,7 +385,8 @@ def _reselection(args, name, seed):
                   for obs in result.history if obs.status == "ok"]
     return SimpleNamespace(line=line, chosen=chosen, select=select, selected=selected, scored=scored,
                            test_pred=test_pred, candidates=candidates, view=view, y_all=y_all, y_true=y_true,
-                           prior_test=prior_test, task=task, n_classes=n_classes, result=result, seed=seed)
+                           prior_test=prior_test, task=task, n_classes=n_classes, result=result, seed=seed,
+                           X_test=X_test)
 
 
 def _reselections(args):
@@ -508,6 +518,37 @@ def run_longer(args) -> None:
         _record(out, line)
 
 
+def run_foldbags(args) -> None:
+    from optdiv.final.choice import weighted_prediction
+
+    out = args.out / "foldbags.jsonl"
+    for again in _reselections(args):
+        view = again.view
+        if view.folds is None:
+            print(f"{again.line['dataset']}: a holdout split, not cross-validated; skipped", flush=True)
+            continue
+        build = again.result.space.build
+        members, weights = again.select(again.candidates)
+        preds = {"all": [], "bags": [], "bags+refit": []}
+        kept = []
+        for i, weight in zip(members, weights):
+            obs = again.candidates[i].obs
+            refit = again.test_pred(obs)
+            bag = [_test_prediction(build, view.X_train[view.folds != fold].reset_index(drop=True),
+                                    np.asarray(view.y_train)[view.folds != fold], again.X_test, again.y_true,
+                                    again.task, again.n_classes, again.seed, obs.config)
+                   for fold in np.unique(view.folds)]
+            if refit is None or any(p is None for p in bag):
+                continue  # a member that fails here is left out of every variant alike
+            preds["all"].append(refit)
+            preds["bags"].append(np.mean(bag, axis=0))
+            preds["bags+refit"].append(np.mean(bag + [refit], axis=0))
+            kept.append(float(weight))
+        kept = np.asarray(kept) / np.sum(kept)
+        _record(out, {**again.line, "members": len(kept), "of_members": len(members),
+                      **{k: _error(again.task, again.y_true, weighted_prediction(v, kept)) for k, v in preds.items()}})
+
+
 def _table(lines, variants, reference, key) -> list:
     rows = [f"| {key} | " + " | ".join(variants) + " |", "|---" * (len(variants) + 1) + "|"]
     for group in sorted({line[key] for line in lines}):
@@ -563,6 +604,11 @@ def run_report(args) -> None:
         lines = [json.loads(x) for x in stack.read_text().splitlines() if x.strip()]
         print(f"\n## stack: {len(lines)} (dataset, seed) searches, test error by dataset\n")
         print("\n".join(_table(lines, ("estimator", "all", "stack", "blend"), "all", "dataset")))
+    foldbags = args.out / "foldbags.jsonl"
+    if foldbags.exists():
+        lines = [json.loads(x) for x in foldbags.read_text().splitlines() if x.strip()]
+        print(f"\n## foldbags: {len(lines)} (dataset, seed) searches, test error by dataset\n")
+        print("\n".join(_table(lines, ("estimator", "all", "bags", "bags+refit"), "all", "dataset")))
     longer = args.out / "longer.jsonl"
     if longer.exists():
         lines = [json.loads(x) for x in longer.read_text().splitlines() if x.strip()]
@@ -575,7 +621,7 @@ def run_report(args) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in ("bags", "ensemble", "reselect", "prior", "size", "pool", "stack", "longer"):
+    for command in ("bags", "ensemble", "reselect", "prior", "size", "pool", "stack", "longer", "foldbags"):
         sub = commands.add_parser(command)
         sub.add_argument("--data-dir", type=Path, required=True)
         sub.add_argument("--datasets", type=lambda s: [x for x in s.split(",") if x], required=True)
@@ -591,7 +637,7 @@ def main(argv=None) -> int:
     if args.command != "report":
         args.out.mkdir(parents=True, exist_ok=True)
     {"bags": run_bags, "ensemble": run_ensemble, "reselect": run_reselect, "prior": run_prior,
-     "size": run_size, "pool": run_pool, "stack": run_stack, "longer": run_longer,
+     "size": run_size, "pool": run_pool, "stack": run_stack, "longer": run_longer, "foldbags": run_foldbags,
      "report": run_report}[args.command](args)
     return 0
 

@@ -179,3 +179,28 @@ def test_the_stack_check_scores_a_stacker_over_the_selection_and_their_blend(scr
     assert line["blend"] <= (line["all"] + line["stack"]) / 2 + 1e-12  # squared error is convex in the prediction
     fm.run_report(Namespace(out=tmp_path))
     assert "## stack: 1 (dataset, seed) searches" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(300)
+def test_the_fold_bag_check_fits_each_member_once_per_fold_on_the_other_folds_rows(script, tmp_path, monkeypatch,
+                                                                                   capsys):
+    fm = script("final_members")
+    frame = _noisy_line(tmp_path, seed=7)
+    fitted_rows = []
+    plain = fm._test_prediction
+
+    def counting(build, X, y, *rest):
+        fitted_rows.append(len(y))
+        return plain(build, X, y, *rest)
+
+    monkeypatch.setattr(fm, "_test_prediction", counting)
+    fm.run_foldbags(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    (line,) = [json.loads(x) for x in (tmp_path / "foldbags.jsonl").read_text().splitlines()]
+    assert line["cv"] == 5 and 1 <= line["members"] <= line["of_members"]
+    n = 240  # the race's 80 % of 300 rows, all of them cross-validated
+    assert fitted_rows.count(n) == line["members"]  # one refit on every row per member
+    assert sorted(set(fitted_rows) - {n}) == [n * 4 // 5]  # the bags' fits: four of the five folds each
+    assert fitted_rows.count(n * 4 // 5) == 5 * line["members"]
+    assert 0.0 < line["bags"] < float(np.var(frame["target"])) * 2  # a real model's MSE, not a constant's
+    fm.run_report(Namespace(out=tmp_path))
+    assert "## foldbags: 1 (dataset, seed) searches" in capsys.readouterr().out
