@@ -138,8 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "--time-limit then applies to each fold. auto (default): 5 folds on at most 4,000 "
                           "train+validation rows, else the holdout split")
     run.add_argument("--fold-models", choices=["refit", "bagged"],
-                     help="under --cv: refit each member once on all rows (refit, default), or keep its fold models "
-                          "and average them (bagged: the models the ensemble was chosen on, no refit)")
+                     help="under --cv: keep each member's fold models and average them (bagged, default: the "
+                          "models the ensemble was chosen on, no refit), or refit each member once on all rows")
     run.add_argument("--algorithm-share", type=_share, metavar="S",
                      help="after the initial design, no algorithm may take more than this share (0-1) of the "
                           "evaluations: the search then tunes the others (BO-family methods; default: no cap)")

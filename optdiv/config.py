@@ -213,5 +213,5 @@ _ALWAYS_STORED = ("method", "metric", "space", "budget", "time_limit", "ensemble
 #: Where :meth:`RunConfig.product` departs from the papers' protocol.
 PRODUCT_DEFAULTS: Dict[str, Any] = {"budget": "auto", "time_limit": "auto", "cv": "auto", "portfolio": "auto",
                                     "refit": True, "ensemble_loss": "auto", "ensemble_bags": "auto", "n_jobs": -1,
-                                    "parallel": "auto",
+                                    "parallel": "auto", "fold_models": "bagged",
                                     "search_rows": "auto", "memory_limit_mb": "auto"}

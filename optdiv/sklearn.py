@@ -16,9 +16,11 @@ others stay fitted on the training part and ``result_.info["final_model"]["refit
 is no time budget; a number caps the evaluations under a time budget too.
 
 ``cv=K`` evaluates every configuration by K-fold cross-validation over all the rows given (out-of-fold
-validation predictions: far more rows for choosing the ensemble on small data), and the final members are
-fitted on all of them. ``cv="auto"`` (the default) does so with 5 folds on at most 4,000 rows and keeps the
-holdout split on larger data, or when ``X_val``/``y_val`` are given; ``cv=None`` always holds out.
+validation predictions: far more rows for choosing the ensemble on small data). ``cv="auto"`` (the default) does
+so with 5 folds on at most 4,000 rows and keeps the holdout split on larger data, or when ``X_val``/``y_val`` are
+given; ``cv=None`` always holds out. Under cross-validation ``fold_models="bagged"`` (the default) keeps each final
+member as the average of its K fold models, the very fits whose out-of-fold predictions chose it (lower test error
+on small data than one refit on every row); ``"refit"`` refits each member once on all the rows instead.
 
 ``ensemble_loss`` / ``ensemble_bags`` ("auto" by default) set what the final ensemble selection minimises and
 how many bootstrap selections it averages; "auto" is what over-fitted the validation rows least in replay

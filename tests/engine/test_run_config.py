@@ -149,8 +149,8 @@ def test_the_command_line_python_run_and_the_estimators_search_with_the_same_def
         assert plain(estimator.run_config()) == plain(product)
     # the product departs from the papers' protocol, which search() and the benchmarks keep
     papers = RunConfig()
-    assert (product.cv, product.portfolio, product.refit) == ("auto", "auto", True)
-    assert (papers.cv, papers.portfolio, papers.refit) == (None, None, False)
+    assert (product.cv, product.portfolio, product.refit, product.fold_models) == ("auto", "auto", True, "bagged")
+    assert (papers.cv, papers.portfolio, papers.refit, papers.fold_models) == (None, None, False, "refit")
     assert RunConfig.product(refit=False).refit is False
 
 

@@ -81,8 +81,14 @@ def test_cross_validation_uses_every_row_for_the_ensemble_and_the_members():
     clf = OptDivClassifier(space=tiny_space("classification"), budget=3, seed=0, cv=3).fit(x[:150], y[:150])
     ok = [obs for obs in clf.result_.history if obs.status == "ok"]
     assert ok and all(len(obs.val_pred) == 150 for obs in ok)  # out-of-fold predictions for all rows given
-    assert {member["source"] for member in clf.members_} == {"refitted"}  # fold fits are not kept: refitted
+    # by default each member is the bag of its three fold fits, the models its out-of-fold predictions came from
+    assert {member["source"] for member in clf.members_} == {"saved"}
+    assert clf.result_.info["final_model"]["refitted"] == 0
     assert clf.score(x[150:], y[150:]) > 0.8
+    refit = OptDivClassifier(space=tiny_space("classification"), budget=3, seed=0, cv=3, fold_models="refit")
+    refit.fit(x[:150], y[:150])
+    assert {member["source"] for member in refit.members_} == {"refitted"}  # one fit on every row instead
+    assert refit.score(x[150:], y[150:]) > 0.8
 
 
 def test_leaderboard_and_figures_of_a_fitted_estimator(fitted_classifier, tmp_path):
