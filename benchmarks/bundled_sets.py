@@ -14,25 +14,24 @@ import argparse
 import sys
 from pathlib import Path
 
-#: name: the ``sklearn.datasets`` loader (regression: diabetes; classification: the others).
-LOADERS = {"diabetes": "load_diabetes", "digits": "load_digits", "breast_cancer": "load_breast_cancer",
-           "wine": "load_wine"}
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # this checkout's optdiv, before any installed one
+    sys.path.insert(0, str(REPO))
+
+from optdiv.data import SKLEARN_BUNDLED, load_dataset  # noqa: E402  the engine's own loader of these sets
 
 
-def write_sets(out: Path, names=tuple(LOADERS)) -> list:
-    """Write ``OUT/NAME.csv`` for each of ``names``; the paths written."""
-    import sklearn.datasets
-
-    unknown = sorted(set(names) - set(LOADERS))
+def write_sets(out: Path, names=SKLEARN_BUNDLED) -> list:
+    """Write ``OUT/NAME.csv`` (the features, then ``target``) for each of ``names``; the paths written."""
+    unknown = sorted(set(names) - set(SKLEARN_BUNDLED))
     if unknown:
-        raise ValueError(f"unknown bundled set {', '.join(unknown)}; choose from {', '.join(LOADERS)}")
+        raise ValueError(f"unknown bundled set {', '.join(unknown)}; choose from {', '.join(SKLEARN_BUNDLED)}")
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name in names:
-        frame = getattr(sklearn.datasets, LOADERS[name])(as_frame=True).frame
-        columns = [c for c in frame.columns if c != "target"] + ["target"]
+        data = load_dataset(f"sklearn:{name}")
         path = out / f"{name}.csv"
-        frame[columns].to_csv(path, index=False)
+        data.X.assign(target=data.y).to_csv(path, index=False)
         written.append(path)
     return written
 
@@ -40,7 +39,7 @@ def write_sets(out: Path, names=tuple(LOADERS)) -> list:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--datasets", default=",".join(LOADERS), help="comma-separated (default: all four)")
+    parser.add_argument("--datasets", default=",".join(SKLEARN_BUNDLED), help="comma-separated (default: all)")
     args = parser.parse_args(argv)
     for path in write_sets(args.out, [x for x in args.datasets.split(",") if x]):
         print(path)
