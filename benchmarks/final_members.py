@@ -214,6 +214,21 @@ def _searched(args, name, seed, cv):
     return model, holdout, X_test, y_true, task, n_classes
 
 
+def _refits_and_bags(members, refit_of, bag_of, names) -> tuple:
+    """({name: predictions}, weights) of ``members``, (key, weight) pairs, in three ways named by ``names``: each
+    member's refit (``refit_of(key)``), the mean of its bag (``bag_of(key)``: a list of predictions), and the mean of
+    both; a member with any fit that failed is left out of every way alike, the others' weights renormalised."""
+    preds, kept = {name: [] for name in names}, []
+    for key, weight in members:
+        refit, bag = refit_of(key), bag_of(key)
+        if refit is None or any(p is None for p in bag):
+            continue
+        for name, pred in zip(names, (refit, np.mean(bag, axis=0), np.mean(bag + [refit], axis=0))):
+            preds[name].append(pred)
+        kept.append(float(weight))
+    return preds, np.asarray(kept) / np.sum(kept)
+
+
 def run_ensemble(args) -> None:
     import pandas as pd
 
@@ -237,19 +252,10 @@ def run_ensemble(args) -> None:
                 return _test_prediction(result.space.build, X_all.iloc[rows], y_all[rows], X_test, y_true, task,
                                         n_classes, seed, config)
 
-            members = {"refit": [], "bag4": [], "bag4+refit": []}
-            weights = []
-            for i, weight in zip(result.member_indices, result.weights):
-                config = result.history[i].config
-                refit = test_pred(config, np.arange(len(y_all)))
-                bag = [test_pred(config, rows) for rows in fits]
-                if refit is None or any(p is None for p in bag):
-                    continue  # a member that fails here is left out of every variant alike
-                members["refit"].append(refit)
-                members["bag4"].append(np.mean(bag, axis=0))
-                members["bag4+refit"].append(np.mean(bag + [refit], axis=0))
-                weights.append(float(weight))
-            weights = np.asarray(weights) / np.sum(weights)
+            members, weights = _refits_and_bags(
+                zip(result.member_indices, result.weights),
+                lambda i: test_pred(result.history[i].config, np.arange(len(y_all))),
+                lambda i: [test_pred(result.history[i].config, rows) for rows in fits], ENSEMBLE_VARIANTS[1:])
             own = model_prediction(model, X_test, task)
             line = {"dataset": name, "seed": seed, "task": task, "seconds": args.seconds,
                     "evaluations": len(result.history), "members": len(weights),
@@ -529,22 +535,16 @@ def run_foldbags(args) -> None:
             continue
         build = again.result.space.build
         members, weights = again.select(again.candidates)
-        preds = {"all": [], "bags": [], "bags+refit": []}
-        kept = []
-        for i, weight in zip(members, weights):
-            obs = again.candidates[i].obs
-            refit = again.test_pred(obs)
-            bag = [_test_prediction(build, view.X_train[view.folds != fold].reset_index(drop=True),
-                                    np.asarray(view.y_train)[view.folds != fold], again.X_test, again.y_true,
-                                    again.task, again.n_classes, again.seed, obs.config)
-                   for fold in np.unique(view.folds)]
-            if refit is None or any(p is None for p in bag):
-                continue  # a member that fails here is left out of every variant alike
-            preds["all"].append(refit)
-            preds["bags"].append(np.mean(bag, axis=0))
-            preds["bags+refit"].append(np.mean(bag + [refit], axis=0))
-            kept.append(float(weight))
-        kept = np.asarray(kept) / np.sum(kept)
+
+        def bag(i):
+            """The test predictions of ``members[i]``'s fits on the rows of all folds but one, for each fold."""
+            return [_test_prediction(build, view.X_train[view.folds != fold].reset_index(drop=True),
+                                     np.asarray(view.y_train)[view.folds != fold], again.X_test, again.y_true,
+                                     again.task, again.n_classes, again.seed, again.candidates[i].obs.config)
+                    for fold in np.unique(view.folds)]
+
+        preds, kept = _refits_and_bags(zip(members, weights), lambda i: again.test_pred(again.candidates[i].obs), bag,
+                                       ("all", "bags", "bags+refit"))
         _record(out, {**again.line, "members": len(kept), "of_members": len(members),
                       **{k: _error(again.task, again.y_true, weighted_prediction(v, kept)) for k, v in preds.items()}})
 
