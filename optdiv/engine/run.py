@@ -35,7 +35,8 @@ def run(
     ``config`` (default: :data:`RUN_DEFAULTS`) holds the search's options; keyword ``options`` replace its fields.
 
     ``cv=k`` evaluates by k-fold cross-validation over the train+validation rows instead of the validation split;
-    the saved model's members are then fitted on all of those rows. ``cv="auto"`` (the command line's default)
+    each saved member is then the bag of its fold models (``fold_models="bagged"``, the product default) or one
+    model refitted on all of those rows (``"refit"``). ``cv="auto"`` (the command line's default)
     chooses by the number of rows (:func:`~optdiv.data.resolve_cv`).
 
     ``time_budget`` counts from ``started`` (a ``time.perf_counter()`` reading; default: the start of this call) and

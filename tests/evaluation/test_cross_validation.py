@@ -224,8 +224,15 @@ def test_run_records_cv_and_refuses_resuming_with_another(tmp_path):
     assert saved["evaluation"] == "3-fold CV" and saved["cv"] == 3
     assert np.isclose(RHO_GRID, saved["rho"]).any()
     assert json.loads((out / "meta.json").read_text())["cv"] == 3
-    n_pooled = 200 - len(split(from_frame(pd.read_csv(csv), target="target"), seed=0).y_test)
-    assert [_rows_seen(member) for member in result.model.members] == [n_pooled] * len(result.model.members)
+    pooled = cross_validation_view(split(from_frame(pd.read_csv(csv), target="target"), seed=0), 3, 0,
+                                   "classification")
+    n_pooled = len(pooled.y_val)
+    # the default keeps each member's three fold models, each fitted on the pooled rows outside its fold
+    assert all(isinstance(member, fitting_module.FoldBag) for member in result.model.members)
+    assert [sorted(_rows_seen(p) for p in member.pipelines) for member in result.model.members] == [
+        sorted(n_pooled - np.bincount(pooled.folds))] * len(result.model.members)
+    refit, _ = run(str(csv), budget=2, cv=3, **{**kwargs, "out": str(tmp_path / "refit")}, fold_models="refit")
+    assert [_rows_seen(member) for member in refit.model.members] == [n_pooled] * len(refit.model.members)
     with pytest.raises(RunStoreError, match="cv"):
         run(str(csv), budget=3, resume=True, cv=None, **kwargs)  # holdout now
     with pytest.raises(RunStoreError, match="cv"):
