@@ -224,8 +224,8 @@ def test_run_records_cv_and_refuses_resuming_with_another(tmp_path):
     assert saved["evaluation"] == "3-fold CV" and saved["cv"] == 3
     assert np.isclose(RHO_GRID, saved["rho"]).any()
     assert json.loads((out / "meta.json").read_text())["cv"] == 3
-    pooled = cross_validation_view(split(from_frame(pd.read_csv(csv), target="target"), seed=0), 3, 0,
-                                   "classification")
+    holdout = split(from_frame(pd.read_csv(csv), target="target"), seed=0)
+    pooled = cross_validation_view(holdout, 3, 0, "classification")
     n_pooled = len(pooled.y_val)
     # the default keeps each member's three fold models, each fitted on the pooled rows outside its fold
     assert all(isinstance(member, fitting_module.FoldBag) for member in result.model.members)
@@ -237,7 +237,6 @@ def test_run_records_cv_and_refuses_resuming_with_another(tmp_path):
         run(str(csv), budget=3, resume=True, cv=None, **kwargs)  # holdout now
     with pytest.raises(RunStoreError, match="cv"):
         run(str(csv), budget=3, resume=True, cv=4, **kwargs)
-    holdout = split(from_frame(pd.read_csv(csv), target="target"), seed=0)
     with pytest.raises(RunStoreError, match="3-fold cross-validation"):
         search(holdout, "classification", n_classes=2, method="rs-es", space=tiny_space("classification"),
                budget=3, store=RunStore(out), optimizer_options=FAST)
