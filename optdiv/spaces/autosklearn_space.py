@@ -77,6 +77,7 @@ _RF_TREES = 100
 _HGB_ITER = 200
 _SVM_MAX_ITER = 50000
 _LINEAR_MAX_ITER = 1000
+_MLP_MAX_ITER = 200
 
 CLASSIFIERS = ("adaboost", "random_forest", "extra_trees", "gradient_boosting", "k_nearest_neighbors",
                "lda", "qda", "logistic_regression", "liblinear_svc", "libsvm_svc", "lightgbm")
@@ -141,6 +142,19 @@ def _lightgbm():
     c.int("min_child_samples", 5, 30, 20)
     c.float("subsample", 0.7, 1.0, 1.0)
     c.float("colsample_bytree", 0.7, 1.0, 1.0)
+    return c
+
+
+def _mlp():
+    """A multi-layer perceptron: a smooth learner unlike every tree and kernel of the space, as an ensemble
+    member; sklearn's defaults (one layer of 100 units, ReLU, Adam) as the space's default."""
+    c = Component("mlp")
+    c.int("hidden_layer_depth", 1, 3, 1)
+    c.int("num_nodes_per_layer", 16, 256, 100, log=True)
+    c.categorical("activation", ["relu", "tanh"], "relu")
+    c.float("alpha", 1e-7, 1e-1, 1e-4, log=True)
+    c.float("learning_rate_init", 1e-4, 0.5, 1e-3, log=True)
+    c.categorical("early_stopping", ["valid", "train"], "train")
     return c
 
 
@@ -422,11 +436,30 @@ def _build_model(task, kind, p, class_weight, seed):
                   gamma=gamma, coef0=float(p.get("coef0", 0.0)), shrinking=sk.bool_of(p["shrinking"]),
                   tol=float(p["tol"]), max_iter=_SVM_MAX_ITER)
         return sk.RowCapped(TransformedTargetRegressor(regressor=svr, transformer=StandardScaler()), random_state=seed)
+    if kind == "mlp":
+        return _build_mlp(task, p, seed)
     if kind == "ridge":
         from sklearn.linear_model import Ridge
 
         return Ridge(alpha=float(p["alpha"]), tol=float(p["tol"]), random_state=seed)
     raise ValueError("unknown model %r" % kind)
+
+
+def _build_mlp(task, p, seed):
+    """The perceptron of :func:`_mlp`; a regressor learns the standardised target (its weights start small)."""
+    from sklearn.neural_network import MLPClassifier, MLPRegressor
+    from sklearn.preprocessing import StandardScaler
+
+    layers = (int(p["num_nodes_per_layer"]),) * int(p["hidden_layer_depth"])
+    cls = MLPClassifier if task == "classification" else MLPRegressor
+    net = cls(hidden_layer_sizes=layers, activation=p["activation"], alpha=float(p["alpha"]),
+              learning_rate_init=float(p["learning_rate_init"]), early_stopping=p["early_stopping"] == "valid",
+              max_iter=_MLP_MAX_ITER, random_state=seed)
+    if task == "classification":
+        return net
+    from sklearn.compose import TransformedTargetRegressor
+
+    return TransformedTargetRegressor(regressor=net, transformer=StandardScaler())
 
 
 def _build_rescaler(kind, p, seed):
@@ -517,17 +550,23 @@ def _build_preprocessor(task, kind, p, seed):
 VALUE_SHARES = "value_shares:strategy"
 
 
-def autosklearn_space(task: str = "classification", value_shares: bool = True) -> SearchSpace:
+#: The space's name with the multi-layer perceptron among its models (``space="autosklearn+mlp"``).
+WITH_MLP = "autosklearn+mlp"
+
+
+def autosklearn_space(task: str = "classification", value_shares: bool = True, mlp: bool = False) -> SearchSpace:
     """DivBO's auto-sklearn-style space for ``task`` ("classification" or "regression"); ``value_shares=False``
-    leaves out the value-shares switch (for data where no column qualifies, :func:`for_columns`)."""
+    leaves out the value-shares switch (for data where no column qualifies, :func:`for_columns`); ``mlp=True``
+    adds scikit-learn's multi-layer perceptron as one more model (the space named :data:`WITH_MLP`)."""
     check_task(task)
     space = C.new_space(name="optdiv-autosklearn-%s" % task)
+    extra = [_mlp()] if mlp else []
     if task == "classification":
-        model = Group("classifier", _classifiers(), "random_forest")
+        model = Group("classifier", _classifiers() + extra, "random_forest")
         pre = Group("feature_preprocessor", _preprocessors(task), "no_preprocessing")
         dense_only = _DENSE_ONLY_CLASSIFIERS
     else:
-        model = Group("regressor", _regressors(), "random_forest")
+        model = Group("regressor", _regressors() + extra, "random_forest")
         pre = Group("feature_preprocessor", _preprocessors(task), "no_preprocessing")
         dense_only = _DENSE_ONLY_REGRESSORS
     rescaling = Group("rescaling", _rescalers(), "standardize")
@@ -540,16 +579,18 @@ def autosklearn_space(task: str = "classification", value_shares: bool = True) -
     if value_shares:
         C.add_hyperparameters(space, [C.categorical(VALUE_SHARES, ["off", "on"], "off")])
     forbid_pair(space, pre, ["random_trees_embedding"], model, dense_only)
-    return SearchSpace("autosklearn", task, space, AutoSklearnBuilder(task), algorithm_key=model.choice_name)
+    return SearchSpace(WITH_MLP if mlp else "autosklearn", task, space, AutoSklearnBuilder(task),
+                       algorithm_key=model.choice_name)
 
 
 def for_columns(space: SearchSpace, X) -> SearchSpace:
     """``space`` without its value-shares switch when no column of ``X`` (the search's training rows as the
     pipelines receive them) qualifies: there "on" builds the same model as "off", and a search left to set it
     spends evaluations on copies of models it has already scored. Any other space is returned unchanged."""
-    if space.name != "autosklearn" or VALUE_SHARES not in space.hyperparameter_names or identifier_columns(X):
+    if space.name not in ("autosklearn", WITH_MLP) or VALUE_SHARES not in space.hyperparameter_names \
+            or identifier_columns(X):
         return space
-    return autosklearn_space(space.task, value_shares=False)
+    return autosklearn_space(space.task, value_shares=False, mlp=space.name == WITH_MLP)
 
 
 class AutoSklearnBuilder:

@@ -60,6 +60,9 @@ LIBRARY_DEFAULTS = {
         ("libsvm_svr", {}),
     ),
 }
+#: The space with the perceptron starts from the same list and the perceptron at scikit-learn's defaults.
+for _task in ("classification", "regression"):
+    LIBRARY_DEFAULTS[("autosklearn+mlp", _task)] = LIBRARY_DEFAULTS[("autosklearn", _task)] + (("mlp", {}),)
 
 
 def portfolio_path(space_name: str, task: str) -> Path:

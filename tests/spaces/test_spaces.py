@@ -97,6 +97,29 @@ def test_autosklearn_hyperparameter_counts():
     assert reg.algorithms == list(REGRESSORS) and len(REGRESSORS) == 8
 
 
+@pytest.mark.parametrize("task", TASKS)
+def test_the_perceptron_space_is_the_autosklearn_space_plus_one_model(task):
+    from optdiv.spaces.autosklearn_space import for_columns
+    from optdiv.spaces.portfolio import library_defaults
+
+    base, with_mlp = space("autosklearn", task), space("autosklearn+mlp", task)
+    assert with_mlp.name == "autosklearn+mlp"
+    assert with_mlp.algorithms == base.algorithms + ["mlp"]
+    own = [n for n in with_mlp.hyperparameter_names if ":mlp:" in n]
+    assert len(own) == 6 and sorted(set(with_mlp.hyperparameter_names) - set(own)) == sorted(base.hyperparameter_names)
+    start = library_defaults("autosklearn+mlp", task)
+    assert [with_mlp.algorithm_of(c) for c in start] == [base.algorithm_of(c) for c in
+                                                         library_defaults("autosklearn", task)] + ["mlp"]
+    net = with_mlp.build(start[-1], seed=0)
+    model = net.steps[-1][1]
+    if task == "regression":  # the network learns the standardised target
+        model = model.regressor
+    assert model.hidden_layer_sizes == (100,) and model.activation == "relu" and model.alpha == 1e-4
+    # leaving the value-shares switch out (no qualifying column) keeps the perceptron
+    narrowed = for_columns(with_mlp, np.zeros((5, 2)))
+    assert "mlp" in narrowed.algorithms and len(narrowed.hyperparameter_names) == len(with_mlp.hyperparameter_names) - 1
+
+
 def test_autogluon_hyperparameter_counts():
     per_algorithm = {"lightgbm": 4, "catboost": 3, "xgboost": 8, "random_forest": 3, "extra_trees": 3,
                      "k_nearest_neighbors": 3, "linear": 2}
@@ -143,6 +166,7 @@ def test_sparse_embedding_is_forbidden_with_dense_only_models():
 # --------------------------------------------------------------------------- fitting
 _ALGORITHM_CASES = ([("autosklearn", "classification", a) for a in CLASSIFIERS]
                     + [("autosklearn", "regression", a) for a in REGRESSORS]
+                    + [("autosklearn+mlp", t, "mlp") for t in TASKS]
                     + [("autogluon", t, a) for t in TASKS for a in available_algorithms()])
 
 
@@ -152,7 +176,7 @@ def test_each_algorithm_builds_fits_and_predicts(name, task, algorithm, data):
     X, y, X_test = data[task]
     key = sp.algorithm_key
     configs = configs_with(sp, key, algorithm, k=1 if algorithm == "catboost" else 2)  # catboost is slow
-    if name == "autosklearn":
+    if name.startswith("autosklearn"):
         # the model's own hyperparameters vary; rescaler and preprocessor are fixed and cheap here
         # (preprocessors have their own test below)
         configs = [replace_choice(sp, replace_choice(sp, c, "feature_preprocessor", "no_preprocessing"),
