@@ -61,8 +61,8 @@ LIBRARY_DEFAULTS = {
     ),
 }
 #: The space with the perceptron starts from the same list and the perceptron at scikit-learn's defaults.
-for _task in ("classification", "regression"):
-    LIBRARY_DEFAULTS[("autosklearn+mlp", _task)] = LIBRARY_DEFAULTS[("autosklearn", _task)] + (("mlp", {}),)
+LIBRARY_DEFAULTS.update({("autosklearn+mlp", task): LIBRARY_DEFAULTS[("autosklearn", task)] + (("mlp", {}),)
+                         for task in ("classification", "regression")})
 
 
 def portfolio_path(space_name: str, task: str) -> Path:
