@@ -9,6 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+#: Each check's search budget: enough for a few 5-fold evaluations when the test workers share two loaded cores, a
+#: worker's imports taking seconds there (at 15 s, and at 25 s under more load, a search finished none).
+SECONDS = 40.0
+
 
 def test_errors_are_zero_one_on_probabilities_and_squared_on_values(script):
     fm = script("final_members")
@@ -52,7 +56,7 @@ def test_the_ensemble_check_scores_one_search_with_its_members_refitted_and_bagg
     X = rng.normal(size=(300, 4))
     frame = pd.DataFrame(X, columns=list("abcd")).assign(target=(X[:, 0] - X[:, 2] > 0).astype(int))
     frame.to_csv(tmp_path / "toy.csv", index=False)
-    fm.run_ensemble(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    fm.run_ensemble(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=SECONDS))
     (line,) = [json.loads(x) for x in (tmp_path / "ensemble.jsonl").read_text().splitlines()]
     assert 1 <= line["members"] <= line["of_members"] and line["evaluations"] >= line["of_members"]
     assert all(0.0 <= line[v] <= 100.0 for v in fm.ENSEMBLE_VARIANTS)
@@ -66,7 +70,7 @@ def test_the_reselection_check_chooses_again_over_the_same_cross_validated_searc
     X = rng.normal(size=(200, 3))
     frame = pd.DataFrame(X, columns=list("abc")).assign(target=2.0 * X[:, 0] + 0.1 * rng.normal(size=200))
     frame.to_csv(tmp_path / "toy.csv", index=False)
-    fm.run_reselect(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0, top=2))
+    fm.run_reselect(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=SECONDS, top=2))
     (line,) = [json.loads(x) for x in (tmp_path / "reselect.jsonl").read_text().splitlines()]
     assert line["task"] == "regression" and line["evaluations"] >= 1
     assert all(np.isfinite(line[v]) and line[v] >= 0.0 for v in ("estimator",) + fm.RESELECT_VARIANTS)
@@ -87,7 +91,7 @@ def test_the_prior_check_chooses_again_with_the_constant_member_on_a_target_noth
     X = rng.normal(size=(300, 3))
     frame = pd.DataFrame(X, columns=list("abc")).assign(target=(rng.random(300) < 0.3).astype(int))
     frame.to_csv(tmp_path / "toy.csv", index=False)
-    fm.run_prior(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    fm.run_prior(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=SECONDS))
     (line,) = [json.loads(x) for x in (tmp_path / "prior.jsonl").read_text().splitlines()]
     assert line["cv"] == 5 and line["evaluations"] >= 1  # 240 training rows: cross-validated, as the estimator does
     assert all(0.0 <= line[v] <= 100.0 for v in ("estimator", "constant") + fm.PRIOR_VARIANTS)
@@ -112,7 +116,7 @@ def test_the_size_check_chooses_again_with_other_step_counts_and_its_own_count_r
     fm = script("final_members")
     monkeypatch.setattr(fm, "SIZES", (25, 2))  # 25 is the product's count: the same selection as "all"
     frame = _noisy_line(tmp_path, seed=4)
-    fm.run_size(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    fm.run_size(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=SECONDS))
     (line,) = [json.loads(x) for x in (tmp_path / "size.jsonl").read_text().splitlines()]
     assert line["task"] == "regression" and line["evaluations"] >= 1
     assert line["size25"] == line["all"]
@@ -127,7 +131,7 @@ def test_the_pool_check_chooses_again_among_the_best_evaluations_and_a_pool_of_a
     fm = script("final_members")
     monkeypatch.setattr(fm, "POOLS", (1, 10_000))  # one candidate: the best evaluation alone; every one: "all"
     frame = _noisy_line(tmp_path, seed=5)
-    fm.run_pool(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    fm.run_pool(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=SECONDS))
     (line,) = [json.loads(x) for x in (tmp_path / "pool.jsonl").read_text().splitlines()]
     assert line["task"] == "regression" and line["evaluations"] >= 2
     assert line["top10000"] == pytest.approx(line["all"], rel=1e-9)  # the same members, summed in another order
@@ -143,7 +147,7 @@ def test_the_longer_check_refits_only_the_members_a_change_applies_to(script, tm
     monkeypatch.setattr(fm, "CHANGES", {"trees300": fm._more_trees(100), "slow2": fm._slower(1),
                                         "trees3": fm._more_trees(3)})
     _noisy_line(tmp_path, seed=6)
-    fm.run_longer(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    fm.run_longer(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=SECONDS))
     (line,) = [json.loads(x) for x in (tmp_path / "longer.jsonl").read_text().splitlines()]
     assert line["trees300"] == line["all"] and line["slow2"] == line["all"]
     assert 0.0 <= line["forest_weight"] <= 1.0 and 0.0 <= line["lightgbm_weight"] <= 1.0
@@ -171,7 +175,7 @@ def test_a_change_applies_to_its_algorithms_only(script):
 def test_the_stack_check_scores_a_stacker_over_the_selection_and_their_blend(script, tmp_path, capsys):
     fm = script("final_members")
     frame = _noisy_line(tmp_path, seed=7)
-    fm.run_stack(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    fm.run_stack(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=SECONDS))
     (line,) = [json.loads(x) for x in (tmp_path / "stack.jsonl").read_text().splitlines()]
     assert line["task"] == "regression" and 1 <= line["members"] <= line["evaluations"]
     assert 0.0 < line["all"] < float(np.var(frame["target"]))  # the selection learned the informative column
@@ -194,7 +198,7 @@ def test_the_fold_bag_check_fits_each_member_once_per_fold_on_the_other_folds_ro
         return plain(build, X, y, *rest)
 
     monkeypatch.setattr(fm, "_test_prediction", counting)
-    fm.run_foldbags(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=15.0))
+    fm.run_foldbags(Namespace(data_dir=tmp_path, datasets=["toy"], seeds=[0], out=tmp_path, seconds=SECONDS))
     (line,) = [json.loads(x) for x in (tmp_path / "foldbags.jsonl").read_text().splitlines()]
     assert line["cv"] == 5 and 1 <= line["members"] <= line["of_members"]
     n = 240  # the race's 80 % of 300 rows, all of them cross-validated
