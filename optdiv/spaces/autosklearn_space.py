@@ -363,8 +363,6 @@ def _build_forest(task, kind, p, class_weight, seed):
 
 
 def _build_model(task, kind, p, class_weight, seed):
-    from sklearn.preprocessing import StandardScaler
-
     if kind in ("random_forest", "extra_trees"):
         return _build_forest(task, kind, p, class_weight, seed)
     if kind == "gradient_boosting":
@@ -421,21 +419,19 @@ def _build_model(task, kind, p, class_weight, seed):
                                 shrinking=sk.bool_of(p["shrinking"]), tol=float(p["tol"]), max_iter=_SVM_MAX_ITER,
                                 class_weight=class_weight, random_state=seed), random_state=seed)
     if kind == "liblinear_svr":
-        from sklearn.compose import TransformedTargetRegressor
         from sklearn.svm import LinearSVR
 
         svr = LinearSVR(loss=p["loss"], epsilon=float(p["epsilon"]), tol=float(p["tol"]), C=float(p["C"]),
                         dual=p["loss"] == "epsilon_insensitive", max_iter=_LINEAR_MAX_ITER, random_state=seed)
-        return TransformedTargetRegressor(regressor=svr, transformer=StandardScaler())
+        return _on_standardised_target(svr)
     if kind == "libsvm_svr":
-        from sklearn.compose import TransformedTargetRegressor
         from sklearn.svm import SVR
 
         gamma = float(p["gamma"]) if "gamma" in p else "scale"
         svr = SVR(kernel=p["kernel"], C=float(p["C"]), epsilon=float(p["epsilon"]), degree=int(p.get("degree", 3)),
                   gamma=gamma, coef0=float(p.get("coef0", 0.0)), shrinking=sk.bool_of(p["shrinking"]),
                   tol=float(p["tol"]), max_iter=_SVM_MAX_ITER)
-        return sk.RowCapped(TransformedTargetRegressor(regressor=svr, transformer=StandardScaler()), random_state=seed)
+        return sk.RowCapped(_on_standardised_target(svr), random_state=seed)
     if kind == "mlp":
         return _build_mlp(task, p, seed)
     if kind == "ridge":
@@ -448,18 +444,22 @@ def _build_model(task, kind, p, class_weight, seed):
 def _build_mlp(task, p, seed):
     """The perceptron of :func:`_mlp`; a regressor learns the standardised target (its weights start small)."""
     from sklearn.neural_network import MLPClassifier, MLPRegressor
-    from sklearn.preprocessing import StandardScaler
 
     layers = (int(p["num_nodes_per_layer"]),) * int(p["hidden_layer_depth"])
     cls = MLPClassifier if task == "classification" else MLPRegressor
     net = cls(hidden_layer_sizes=layers, activation=p["activation"], alpha=float(p["alpha"]),
               learning_rate_init=float(p["learning_rate_init"]), early_stopping=p["early_stopping"] == "valid",
               max_iter=_MLP_MAX_ITER, random_state=seed)
-    if task == "classification":
-        return net
-    from sklearn.compose import TransformedTargetRegressor
+    return net if task == "classification" else _on_standardised_target(net)
 
-    return TransformedTargetRegressor(regressor=net, transformer=StandardScaler())
+
+def _on_standardised_target(regressor):
+    """``regressor`` fitted on the standardised target and predicting on its scale: SVRs' epsilon and C, and a
+    network's small initial weights, suit a target of unit scale."""
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.preprocessing import StandardScaler
+
+    return TransformedTargetRegressor(regressor=regressor, transformer=StandardScaler())
 
 
 def _build_rescaler(kind, p, seed):
