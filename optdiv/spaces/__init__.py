@@ -5,6 +5,7 @@
 * ``"autosklearn"`` -- DivBO's auto-sklearn/VolcanoML-style space (Appendix A.3): 11 classifiers
   (8 regressors), rescalers, feature preprocessors, balancing; about 100 hyperparameters;
 * ``"autosklearn+mlp"`` -- the same with scikit-learn's multi-layer perceptron as one more model;
+* ``"autosklearn+defaultmlp"`` -- the perceptron evaluated once, at its defaults, and never tuned;
 * ``"autogluon"`` -- AutoGluon's model families with AutoGluon's own search ranges (LightGBM,
   RF, ExtraTrees, KNN, linear; CatBoost and XGBoost when installed).
 
@@ -30,6 +31,12 @@ def _autosklearn_with_mlp(task: str) -> SearchSpace:
     return autosklearn_space(task, mlp=True)
 
 
+def _autosklearn_with_default_mlp(task: str) -> SearchSpace:
+    from optdiv.spaces.autosklearn_space import autosklearn_space
+
+    return autosklearn_space(task, mlp="default")
+
+
 def _autogluon(task: str) -> SearchSpace:
     from optdiv.spaces.autogluon_space import autogluon_space
 
@@ -37,12 +44,13 @@ def _autogluon(task: str) -> SearchSpace:
 
 
 #: The built-in spaces by name (imported on first use: each pulls in its model libraries).
-_BUILT_IN = {"autogluon": _autogluon, "autosklearn": _autosklearn, "autosklearn+mlp": _autosklearn_with_mlp}
+_BUILT_IN = {"autogluon": _autogluon, "autosklearn": _autosklearn, "autosklearn+mlp": _autosklearn_with_mlp,
+             "autosklearn+defaultmlp": _autosklearn_with_default_mlp}
 KNOWN_SPACES = tuple(_BUILT_IN)
 
 
 def get_space(name, task: str = "classification") -> SearchSpace:
-    """The built-in search space ``name`` ("autosklearn", "autosklearn+mlp" or "autogluon") for ``task``.
+    """The built-in search space ``name`` (one of :data:`KNOWN_SPACES`) for ``task``.
 
     A :class:`SearchSpace` instance is returned unchanged (after checking its task).
     """

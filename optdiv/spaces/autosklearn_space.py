@@ -552,13 +552,21 @@ VALUE_SHARES = "value_shares:strategy"
 
 #: The space's name with the multi-layer perceptron among its models (``space="autosklearn+mlp"``).
 WITH_MLP = "autosklearn+mlp"
+#: The space's name with the perceptron evaluated once, at its defaults, and never tuned by the search.
+WITH_DEFAULT_MLP = "autosklearn+defaultmlp"
+#: Which perceptron each space name holds: False (none), True (searched) or "default" (start list only).
+_PERCEPTRON = {"autosklearn": False, WITH_MLP: True, WITH_DEFAULT_MLP: "default"}
 
 
-def autosklearn_space(task: str = "classification", value_shares: bool = True, mlp: bool = False) -> SearchSpace:
+def autosklearn_space(task: str = "classification", value_shares: bool = True, mlp=False) -> SearchSpace:
     """DivBO's auto-sklearn-style space for ``task`` ("classification" or "regression"); ``value_shares=False``
     leaves out the value-shares switch (for data where no column qualifies, :func:`for_columns`); ``mlp=True``
-    adds scikit-learn's multi-layer perceptron as one more model (the space named :data:`WITH_MLP`)."""
+    adds scikit-learn's multi-layer perceptron as one more model (the space named :data:`WITH_MLP`), and
+    ``mlp="default"`` adds it as a start-only model (:data:`WITH_DEFAULT_MLP`): the start list evaluates it at its
+    defaults, and the search spends no evaluation tuning it."""
     check_task(task)
+    if mlp not in (False, True, "default"):
+        raise ValueError("mlp must be False, True or 'default'; got %r" % (mlp,))
     space = C.new_space(name="optdiv-autosklearn-%s" % task)
     extra = [_mlp()] if mlp else []
     if task == "classification":
@@ -579,18 +587,18 @@ def autosklearn_space(task: str = "classification", value_shares: bool = True, m
     if value_shares:
         C.add_hyperparameters(space, [C.categorical(VALUE_SHARES, ["off", "on"], "off")])
     forbid_pair(space, pre, ["random_trees_embedding"], model, dense_only)
-    return SearchSpace(WITH_MLP if mlp else "autosklearn", task, space, AutoSklearnBuilder(task),
-                       algorithm_key=model.choice_name)
+    name = {v: k for k, v in _PERCEPTRON.items()}[mlp]
+    return SearchSpace(name, task, space, AutoSklearnBuilder(task), algorithm_key=model.choice_name,
+                       start_only=["mlp"] if mlp == "default" else [])
 
 
 def for_columns(space: SearchSpace, X) -> SearchSpace:
     """``space`` without its value-shares switch when no column of ``X`` (the search's training rows as the
     pipelines receive them) qualifies: there "on" builds the same model as "off", and a search left to set it
     spends evaluations on copies of models it has already scored. Any other space is returned unchanged."""
-    if space.name not in ("autosklearn", WITH_MLP) or VALUE_SHARES not in space.hyperparameter_names \
-            or identifier_columns(X):
+    if space.name not in _PERCEPTRON or VALUE_SHARES not in space.hyperparameter_names or identifier_columns(X):
         return space
-    return autosklearn_space(space.task, value_shares=False, mlp=space.name == WITH_MLP)
+    return autosklearn_space(space.task, value_shares=False, mlp=_PERCEPTRON[space.name])
 
 
 class AutoSklearnBuilder:

@@ -49,10 +49,13 @@ class SearchSpace:
     algorithm_key : str, optional
         Name of the categorical hyperparameter that chooses the model family; ``algorithm_of``
         returns its value. Without it, ``algorithm_of`` returns ``name``.
+    start_only : sequence of str, optional
+        Algorithms evaluated only where a start list names them and never suggested by the search: a family
+        offered to the ensemble at fixed settings without taking evaluations from the others' tuning.
     """
 
     def __init__(self, name: str, task: str, configspace, builder: Builder,
-                 algorithm_key: Optional[str] = None):
+                 algorithm_key: Optional[str] = None, start_only: Sequence[str] = ()):
         if not callable(builder):
             raise TypeError("builder must be callable(config: dict, seed: int) -> estimator")
         self.name = str(name)
@@ -63,6 +66,10 @@ class SearchSpace:
         if algorithm_key is not None and algorithm_key not in names:
             raise ValueError("algorithm_key %r is not a hyperparameter of the space" % algorithm_key)
         self.algorithm_key = algorithm_key
+        self.start_only = frozenset(str(a) for a in start_only)
+        unknown = self.start_only - set(self.algorithms)
+        if unknown:
+            raise ValueError("start_only names algorithms the space lacks: %s" % ", ".join(sorted(unknown)))
         self.hyperparameter_names: List[str] = sorted(names)
         self.encoder = ConfigEncoder(configspace, self.hyperparameter_names)
         # (name, hyperparameter, number of choices or 0 for numerical) in encoding order
@@ -71,10 +78,10 @@ class SearchSpace:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_configspace(cls, configspace, builder: Builder, task: str, name: str = "user",
-                         algorithm_key: Optional[str] = None) -> "SearchSpace":
+                         algorithm_key: Optional[str] = None, start_only: Sequence[str] = ()) -> "SearchSpace":
         """Wrap a user's ConfigSpace space and ``builder(config_dict, seed) -> estimator``."""
         return cls(name=name, task=task, configspace=configspace, builder=builder,
-                   algorithm_key=algorithm_key)
+                   algorithm_key=algorithm_key, start_only=start_only)
 
     # ------------------------------------------------------------------ basic facts
     @property
@@ -92,6 +99,11 @@ class SearchSpace:
             return [self.name]
         hp = cs_compat.get_hyperparameter(self.configspace, self.algorithm_key)
         return [str(c) for c in cs_compat.choices_of(hp)]
+
+    @property
+    def searched_algorithms(self) -> List[str]:
+        """The algorithms the search may suggest: all but the start-only ones."""
+        return [a for a in self.algorithms if a not in self.start_only]
 
     def __repr__(self) -> str:
         return "SearchSpace(name=%r, task=%r, hyperparameters=%d, algorithms=%d)" % (

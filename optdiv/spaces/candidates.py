@@ -59,7 +59,7 @@ class SpaceCandidates:
         self.space = space
 
     def algorithms(self) -> List[str]:
-        return list(self.space.algorithms)
+        return list(getattr(self.space, "searched_algorithms", self.space.algorithms))
 
     def can_offer(self, seen: set, algorithm=None) -> bool:
         """Whether a configuration (of ``algorithm``, a name or a collection) not in ``seen`` can still be offered:

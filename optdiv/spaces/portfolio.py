@@ -60,8 +60,9 @@ LIBRARY_DEFAULTS = {
         ("libsvm_svr", {}),
     ),
 }
-#: The space with the perceptron starts from the same list and the perceptron at scikit-learn's defaults.
-LIBRARY_DEFAULTS.update({("autosklearn+mlp", task): LIBRARY_DEFAULTS[("autosklearn", task)] + (("mlp", {}),)
+#: The spaces with the perceptron start from the same list and the perceptron at scikit-learn's defaults.
+LIBRARY_DEFAULTS.update({(space, task): LIBRARY_DEFAULTS[("autosklearn", task)] + (("mlp", {}),)
+                         for space in ("autosklearn+mlp", "autosklearn+defaultmlp")
                          for task in ("classification", "regression")})
 
 

@@ -100,6 +100,8 @@ class Optimizer:
                 return Suggestion(config, time.perf_counter() - start, {"strategy": "portfolio"})
         if algorithm is None and self.max_share is not None:
             algorithm = self._capped(history)
+        if algorithm is None and getattr(self.space, "start_only", None):
+            algorithm = self.space.searched_algorithms  # the start list alone evaluates the others
         if self.method == "rs" or step < self.n_initial:
             config = self.source.random(rng, seen, algorithm)
             return Suggestion(config, time.perf_counter() - start, {"strategy": "random"})

@@ -50,7 +50,8 @@ def _fit_each_system(scale):
     assert mine["tree_mb"] >= max(mine["driver_mb"], mine["worker_mb"]) * 0.5  # sampled, so it may miss a peak
     assert 0 < mine["search_seconds"] <= mine["wall_seconds"] and mine["final_model"]["refitted"] >= 0
     assert 0 <= mine["cut"] <= mine["evaluations"] and len(mine["algorithms"]) == mine["evaluations"]
-    assert 0 < mine["fit_seconds"] < 2 * 25 and 0 < mine["suggest_seconds"] < mine["search_seconds"]
+    # a search that only reached its fixed start list asked the surrogate nothing: 0 s is a true record
+    assert 0 < mine["fit_seconds"] < 2 * 25 and 0 <= mine["suggest_seconds"] < mine["search_seconds"]
     if os.path.exists("/proc/stat"):  # the fit kept its one core mostly busy
         assert 0.3 < mine["cores_busy"] <= 1.0
 

@@ -9,6 +9,7 @@ from tiny_space import tiny_space
 
 from optdiv.data import from_frame, split
 from optdiv.engine.search import search
+from optdiv.spaces import SearchSpace
 from optdiv.spaces.candidates import LibraryCandidates, SpaceCandidates
 from optdiv.strategies.model_based import Optimizer
 from optdiv.spaces.portfolio import (greedy_portfolio, normalized_regret, portfolio_path, read_portfolio,
@@ -142,6 +143,26 @@ def test_search_evaluates_the_portfolio_first_and_bad_methods_are_refused(tmp_pa
     assert [obs.config for obs in random_start.history] != [TREE, LINEAR]
     with pytest.raises(ValueError, match="no initial design"):
         search(splits, "classification", n_classes=2, method="rb-es", space=space, budget=2, portfolio=[TREE])
+
+
+def test_a_start_only_algorithm_is_evaluated_from_the_start_list_and_never_suggested():
+    frame = load_breast_cancer(as_frame=True).frame.sample(200, random_state=0)
+    splits = split(from_frame(frame, target="target", name="bc"), seed=0)
+    tiny = tiny_space("classification")
+    space = SearchSpace(tiny.name, tiny.task, tiny.configspace, tiny._builder, algorithm_key="algorithm",
+                        start_only=["tree"])
+    assert space.searched_algorithms == ["linear"] and SpaceCandidates(space).algorithms() == ["linear"]
+    result = search(splits, "classification", n_classes=2, method="optdivbo", space=space, budget=14, seed=0,
+                    optimizer_options=FAST, portfolio=[TREE, LINEAR])
+    algorithms = [obs.algorithm for obs in result.history]
+    assert len(algorithms) == 14 and algorithms[0] == "tree" and algorithms.count("tree") == 1
+    # the unrestricted space, same seed: the search itself turns to trees (it would tune them)
+    free = search(splits, "classification", n_classes=2, method="optdivbo", space=tiny, budget=14, seed=0,
+                  optimizer_options=FAST, portfolio=[TREE, LINEAR])
+    assert [obs.algorithm for obs in free.history].count("tree") > 1
+    with pytest.raises(ValueError, match="start_only names algorithms the space lacks: forest"):
+        SearchSpace(tiny.name, tiny.task, tiny.configspace, tiny._builder, algorithm_key="algorithm",
+                    start_only=["forest"])
 
 
 def test_auto_portfolio_is_the_library_defaults_where_they_exist_and_a_random_start_elsewhere():

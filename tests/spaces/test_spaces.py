@@ -120,6 +120,25 @@ def test_the_perceptron_space_is_the_autosklearn_space_plus_one_model(task):
     assert "mlp" in narrowed.algorithms and len(narrowed.hyperparameter_names) == len(with_mlp.hyperparameter_names) - 1
 
 
+@pytest.mark.parametrize("task", TASKS)
+def test_the_default_perceptron_space_starts_the_perceptron_and_never_searches_it(task):
+    from optdiv.spaces.autosklearn_space import autosklearn_space, for_columns
+    from optdiv.spaces.portfolio import library_defaults
+
+    base, with_mlp = space("autosklearn", task), space("autosklearn+mlp", task)
+    fixed = space("autosklearn+defaultmlp", task)
+    assert fixed.name == "autosklearn+defaultmlp" and fixed.algorithms == with_mlp.algorithms
+    assert fixed.hyperparameter_names == with_mlp.hyperparameter_names
+    assert fixed.start_only == {"mlp"} and with_mlp.start_only == frozenset() and base.start_only == frozenset()
+    assert fixed.searched_algorithms == base.algorithms and with_mlp.searched_algorithms == with_mlp.algorithms
+    start = library_defaults("autosklearn+defaultmlp", task)
+    assert start == library_defaults("autosklearn+mlp", task) and fixed.algorithm_of(start[-1]) == "mlp"
+    narrowed = for_columns(fixed, np.zeros((5, 2)))  # no qualifying column: the switch goes, the rule stays
+    assert narrowed.start_only == {"mlp"} and narrowed.name == fixed.name
+    with pytest.raises(ValueError, match="mlp must be"):
+        autosklearn_space(task, mlp="tuned")
+
+
 def test_autogluon_hyperparameter_counts():
     per_algorithm = {"lightgbm": 4, "catboost": 3, "xgboost": 8, "random_forest": 3, "extra_trees": 3,
                      "k_nearest_neighbors": 3, "linear": 2}
