@@ -312,7 +312,7 @@ def fitting_configuration(space, predictor, left: float, history: Sequence, seed
     time left then still buys evaluations (random ones, as in the initial design), instead of being lost.
     Deterministic in (seed, number of evaluations), so a resumed run draws the same.
     """
-    fitting = [a for a in space.algorithms if a in predictor.seconds and predictor.predict(a) <= left]
+    fitting = [a for a in searched(space) if a in predictor.seconds and predictor.predict(a) <= left]
     if not fitting:  # e.g. the only algorithm tried so far timed out: an untried one may still fit
         fitting = untried_algorithms(space, predictor)
     if not fitting:
@@ -325,8 +325,13 @@ def fitting_configuration(space, predictor, left: float, history: Sequence, seed
 
 
 def untried_algorithms(space, predictor) -> List[str]:
-    """The space's algorithms with no observed duration yet."""
-    return [a for a in space.algorithms if a not in predictor.seconds]
+    """The algorithms the search may suggest with no observed duration yet."""
+    return [a for a in searched(space) if a not in predictor.seconds]
+
+
+def searched(space) -> List[str]:
+    """The algorithms a suggestion may use: the space's own but those only its start list evaluates."""
+    return list(getattr(space, "searched_algorithms", space.algorithms))
 
 
 def least_duration(space, predictor) -> float:

@@ -14,7 +14,7 @@ from tiny_space import tiny_space
 
 from optdiv.budget import DurationPredictor
 from optdiv.data import from_frame, split
-from optdiv.engine.loop import search_loop
+from optdiv.engine.loop import fitting_configuration, search_loop, untried_algorithms
 from optdiv.engine.search import search
 from optdiv.evaluation.evaluator import Evaluator
 from optdiv.evaluation.interface import EvaluatorInterface
@@ -22,6 +22,7 @@ from optdiv.evaluation.observation import PENDING, Observation, algorithm_of
 from optdiv.execution.factory import make_runner
 from optdiv.execution.runner import Done, Runner
 from optdiv.execution.sequential import SequentialRunner
+from optdiv.spaces import SearchSpace
 from optdiv.storage.files import RunStore
 from optdiv.storage.layout import ISSUED_NAME
 from optdiv.storage.memory import MemoryStore
@@ -156,6 +157,21 @@ def test_with_two_slots_a_suggestion_that_does_not_fit_the_time_left_is_replaced
     assert [o.index for o in result.history] == list(range(8)) and result.stopped is None
     assert all(o.algorithm == "linear" for o in result.history)  # random search draws trees too: each replaced
     assert result.fill_ins > 0 and all(limit == 5.0 for limit in runner.limits)  # each capped at the time left
+
+
+def test_the_fill_in_near_the_deadline_never_draws_a_start_only_algorithm():
+    tiny = tiny_space("classification")
+    space = SearchSpace(tiny.name, tiny.task, tiny.configspace, tiny._builder, algorithm_key="algorithm",
+                        start_only=["tree"])
+    assert untried_algorithms(space, DurationPredictor()) == ["linear"]
+    assert untried_algorithms(tiny, DurationPredictor()) == ["linear", "tree"]
+    predictor = DurationPredictor()
+    predictor.observe("tree", 0.1)  # the fastest, and seen to fit
+    predictor.observe("linear", 2.0)
+    drawn = [fitting_configuration(space, predictor, 5.0, [], seed) for seed in range(20)]
+    assert all(config["algorithm"] == "linear" for config in drawn)
+    assert fitting_configuration(space, predictor, 1.0, [], 0) is None  # only the start-only one would fit
+    assert fitting_configuration(tiny, predictor, 1.0, [], 0)["algorithm"] == "tree"
 
 
 def test_an_evaluation_is_capped_at_the_run_left_which_may_reach_into_the_optional_reserve():
