@@ -70,6 +70,7 @@ from optdiv.core.believers import BELIEVER_NEIGHBOURS, BELIEVER_TREES, believed_
 from optdiv.evaluation.constraints import enforce
 from optdiv.evaluation.observation import (DEADLINE, PENDING, WORST_LOSS, Observation, algorithm_of,
                                            worker_start_failed)
+from optdiv.spaces.base import searched_algorithms
 from optdiv.spaces.candidates import SpaceCandidates, seen_keys
 from optdiv.storage.atomic import to_jsonable
 from optdiv.storage.base import Store
@@ -312,7 +313,7 @@ def fitting_configuration(space, predictor, left: float, history: Sequence, seed
     time left then still buys evaluations (random ones, as in the initial design), instead of being lost.
     Deterministic in (seed, number of evaluations), so a resumed run draws the same.
     """
-    fitting = [a for a in searched(space) if a in predictor.seconds and predictor.predict(a) <= left]
+    fitting = [a for a in searched_algorithms(space) if a in predictor.seconds and predictor.predict(a) <= left]
     if not fitting:  # e.g. the only algorithm tried so far timed out: an untried one may still fit
         fitting = untried_algorithms(space, predictor)
     if not fitting:
@@ -326,12 +327,7 @@ def fitting_configuration(space, predictor, left: float, history: Sequence, seed
 
 def untried_algorithms(space, predictor) -> List[str]:
     """The algorithms the search may suggest with no observed duration yet."""
-    return [a for a in searched(space) if a not in predictor.seconds]
-
-
-def searched(space) -> List[str]:
-    """The algorithms a suggestion may use: the space's own but those only its start list evaluates."""
-    return list(getattr(space, "searched_algorithms", space.algorithms))
+    return [a for a in searched_algorithms(space) if a not in predictor.seconds]
 
 
 def least_duration(space, predictor) -> float:

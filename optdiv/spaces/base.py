@@ -36,6 +36,12 @@ def check_task(task: str) -> str:
     return task
 
 
+def searched_algorithms(space) -> List[str]:
+    """The algorithms a suggestion may use: the space's own but those only its start list evaluates (a space object
+    without start-only algorithms, such as a host's, offers them all)."""
+    return list(getattr(space, "searched_algorithms", space.algorithms))
+
+
 class SearchSpace:
     """A CASH search space: ConfigSpace space + estimator builder.
 

@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from optdiv.spaces.base import searched_algorithms
 from optdiv.spaces.cs_compat import config_to_dict
 
 
@@ -59,7 +60,7 @@ class SpaceCandidates:
         self.space = space
 
     def algorithms(self) -> List[str]:
-        return list(getattr(self.space, "searched_algorithms", self.space.algorithms))
+        return searched_algorithms(self.space)
 
     def can_offer(self, seen: set, algorithm=None) -> bool:
         """Whether a configuration (of ``algorithm``, a name or a collection) not in ``seen`` can still be offered:
