@@ -224,7 +224,7 @@ def _run_pytest(session: nox.Session, env: dict[str, str], *, alone: Sequence[st
 @nox.session(python=TESTS_PYTHON, venv_backend=VENV_BACKEND)
 def tests(session: nox.Session) -> None:
     """Core tests against the newest numpy / scikit-learn / lightgbm, with Dask for the parallel engine."""
-    session.install("-e", ".[dev,dask]")
+    session.install("-e", ".[dev,dask,catboost]")
     _report_versions(session)
     paths = ["--ignore=tests/hosts"]
     _run_pytest(session, {"OPTDIV_REQUIRE_HOST": ""}, alone=paths, shared=paths)

@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "one of them (accuracy, cross_entropy, rmse, r2, ...)")
     run.add_argument("--method", help="optdivbo, divbo, bo-es, rb-es, ... (`optdiv methods` lists all)")
     run.add_argument("--space", help="autosklearn, autosklearn+mlp (with a multi-layer perceptron), "
-                                     "autosklearn+defaultmlp (the perceptron at its defaults only) or autogluon")
+                                     "autosklearn+defaultmlp (the perceptron at its defaults only), "
+                                     "autosklearn+defaultcatboost (CatBoost at its defaults only) or autogluon")
     run.add_argument("--budget", type=_evaluations, metavar="N|auto",
                      help="the most evaluations of the search; auto (default): as many as --time-budget allows, "
                           "50 without a time budget")

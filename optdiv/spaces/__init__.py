@@ -6,6 +6,7 @@
   (8 regressors), rescalers, feature preprocessors, balancing; about 100 hyperparameters;
 * ``"autosklearn+mlp"`` -- the same with scikit-learn's multi-layer perceptron as one more model;
 * ``"autosklearn+defaultmlp"`` -- the perceptron evaluated once, at its defaults, and never tuned;
+* ``"autosklearn+defaultcatboost"`` -- CatBoost evaluated once, at its defaults, and never tuned (needs catboost);
 * ``"autogluon"`` -- AutoGluon's model families with AutoGluon's own search ranges (LightGBM,
   RF, ExtraTrees, KNN, linear; CatBoost and XGBoost when installed).
 
@@ -37,6 +38,12 @@ def _autosklearn_with_default_mlp(task: str) -> SearchSpace:
     return autosklearn_space(task, mlp="default")
 
 
+def _autosklearn_with_default_catboost(task: str) -> SearchSpace:
+    from optdiv.spaces.autosklearn_space import autosklearn_space
+
+    return autosklearn_space(task, catboost=True)
+
+
 def _autogluon(task: str) -> SearchSpace:
     from optdiv.spaces.autogluon_space import autogluon_space
 
@@ -45,7 +52,8 @@ def _autogluon(task: str) -> SearchSpace:
 
 #: The built-in spaces by name (imported on first use: each pulls in its model libraries).
 _BUILT_IN = {"autogluon": _autogluon, "autosklearn": _autosklearn, "autosklearn+mlp": _autosklearn_with_mlp,
-             "autosklearn+defaultmlp": _autosklearn_with_default_mlp}
+             "autosklearn+defaultmlp": _autosklearn_with_default_mlp,
+             "autosklearn+defaultcatboost": _autosklearn_with_default_catboost}
 KNOWN_SPACES = tuple(_BUILT_IN)
 
 

@@ -64,6 +64,9 @@ LIBRARY_DEFAULTS = {
 LIBRARY_DEFAULTS.update({(space, task): LIBRARY_DEFAULTS[("autosklearn", task)] + (("mlp", {}),)
                          for space in ("autosklearn+mlp", "autosklearn+defaultmlp")
                          for task in ("classification", "regression")})
+#: The space with CatBoost starts from the same list and CatBoost at its defaults.
+LIBRARY_DEFAULTS.update({("autosklearn+defaultcatboost", task): LIBRARY_DEFAULTS[("autosklearn", task)]
+                         + (("catboost", {}),) for task in ("classification", "regression")})
 
 
 def portfolio_path(space_name: str, task: str) -> Path:
