@@ -139,6 +139,59 @@ def test_the_default_perceptron_space_starts_the_perceptron_and_never_searches_i
         autosklearn_space(task, mlp="tuned")
 
 
+@pytest.mark.parametrize("task", TASKS)
+def test_the_default_catboost_space_starts_catboost_and_never_searches_it(task):
+    from optdiv.spaces.autosklearn_space import autosklearn_space, for_columns
+    from optdiv.spaces.portfolio import library_defaults
+
+    base, fixed = space("autosklearn", task), space("autosklearn+defaultcatboost", task)
+    assert fixed.name == "autosklearn+defaultcatboost" and fixed.algorithms == base.algorithms + ["catboost"]
+    assert fixed.hyperparameter_names == base.hyperparameter_names  # CatBoost brings no hyperparameter to search
+    assert fixed.start_only == {"catboost"} and fixed.searched_algorithms == base.algorithms
+    start = library_defaults("autosklearn+defaultcatboost", task)
+    assert start[:-1] == library_defaults("autosklearn", task) and fixed.algorithm_of(start[-1]) == "catboost"
+    assert {fixed.algorithm_of(c) for c in fixed.sample(300, 1)} == set(fixed.algorithms)  # the space holds it
+    narrowed = for_columns(fixed, np.zeros((5, 2)))  # no qualifying column: the switch goes, the rule stays
+    assert narrowed.start_only == {"catboost"} and narrowed.name == fixed.name
+    with pytest.raises(ValueError, match="both the perceptron and CatBoost"):
+        autosklearn_space(task, mlp="default", catboost=True)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_the_default_catboost_member_fits_on_one_thread_and_takes_the_class_weights(task, data):
+    pytest.importorskip("catboost", reason="the catboost model needs the catboost package (optdiv[catboost])")
+    from optdiv.evaluation.threads import set_model_threads
+    from optdiv.spaces.portfolio import library_defaults
+
+    fixed = space("autosklearn+defaultcatboost", task)
+    config = library_defaults(fixed.name, task)[-1]
+    X, y, X_test = data[task]
+    pipeline = fixed.build(config, seed=3)
+    model = pipeline.steps[-1][1]
+    assert type(model).__module__.startswith("catboost")
+    assert model.get_params()["iterations"] == 500 and model.get_params()["thread_count"] == 1
+    assert "learning_rate" not in model.get_params()  # CatBoost picks its own rate for the rows it gets
+    predictions = pipeline.fit(X, y).predict(X_test)
+    assert predictions.shape == (len(X_test),)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(pipeline)).predict(X_test), predictions)
+    assert set_model_threads(fixed.build(config, seed=3), 2).steps[-1][1].get_params()["thread_count"] == 2
+    if task == "classification":
+        weighted = fixed.build({**config, "balancing:strategy": "weighting"}, seed=3).steps[-1][1]
+        assert weighted.get_params()["auto_class_weights"] == "Balanced"
+        assert model.get_params().get("auto_class_weights") is None
+
+
+def test_the_catboost_model_without_its_package_says_what_to_install(monkeypatch):
+    import sys
+
+    from optdiv.spaces.portfolio import library_defaults
+
+    monkeypatch.setitem(sys.modules, "catboost", None)  # as if not installed
+    fixed = space("autosklearn+defaultcatboost", "classification")
+    with pytest.raises(ImportError, match="pip install catboost"):
+        fixed.build(library_defaults(fixed.name, "classification")[-1], seed=0)
+
+
 def test_autogluon_hyperparameter_counts():
     per_algorithm = {"lightgbm": 4, "catboost": 3, "xgboost": 8, "random_forest": 3, "extra_trees": 3,
                      "k_nearest_neighbors": 3, "linear": 2}
