@@ -66,6 +66,8 @@ HOST_MODULE = {"autosklearn": "autosklearn", "autogluon": "autogluon.tabular", "
 AUTOSKLEARN_NAME = {"eeg": "eeg-eye-state"}
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 TEST_SIZE = 0.2
+#: Lines whose machines' calibration times differ by more than this share were raced at different speeds.
+SPEED_TOLERANCE = 0.15
 
 
 def tolerance(seconds: float) -> float:
@@ -537,6 +539,65 @@ def _repo_commit() -> str:
         return "unknown"
 
 
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _calibration_seconds(repeats: int = 3) -> float:
+    """One core's seconds for a fixed pure-Python workload, the best of ``repeats``: a time-budgeted search makes as
+    many evaluations as the machine's speed allows, so two races' lines pair fairly only at equal speed."""
+    best = math.inf
+    for _ in range(repeats):
+        began = time.perf_counter()
+        values = [((i * 7919) % 10007) / 10007.0 for i in range(400_000)]
+        values.sort()
+        sum(v * v for v in values)
+        best = min(best, time.perf_counter() - began)
+    return best
+
+
+def machine_fingerprint() -> dict:
+    """The machine a race ran on (processor, cores, calibration seconds), stored in each of its lines."""
+    return {"cpu": _cpu_model(), "cores": os.cpu_count(), "calibration_seconds": round(_calibration_seconds(), 4)}
+
+
+def same_machine(a, b) -> bool:
+    """Whether two fingerprints are of the same processor and core count at speeds within :data:`SPEED_TOLERANCE`."""
+    if not a or not b or (a.get("cpu"), a.get("cores")) != (b.get("cpu"), b.get("cores")):
+        return False
+    fast, slow = sorted((a["calibration_seconds"], b["calibration_seconds"]))
+    return slow <= fast * (1 + SPEED_TOLERANCE)
+
+
+def machine_warnings(records, reference: str, candidates, datasets) -> list:
+    """One line per candidate whose pairs with ``reference`` on ``datasets`` join lines raced on different (or
+    unrecorded) machines: their differences mix the lever with the machine, so race both arms side by side."""
+    chosen = chosen_records([r for r in records if r["dataset"] in set(datasets)])
+    out = []
+    for candidate in candidates:
+        pairs = [(chosen[d, s, reference], r) for (d, s, system), r in chosen.items()
+                 if system == candidate and (d, s, reference) in chosen]
+        unrecorded = sum(1 for a, b in pairs if not a.get("machine") or not b.get("machine"))
+        other = sum(1 for a, b in pairs if a.get("machine") and b.get("machine")
+                    and not same_machine(a["machine"], b["machine"]))
+        if other:
+            speeds = sorted({r["machine"]["calibration_seconds"] for pair in pairs for r in pair if r.get("machine")})
+            out.append(f"**{candidate}: {other} of {len(pairs)} pairs join lines raced on different machines** "
+                       f"(calibration {speeds[0]:g}-{speeds[-1]:g} s): race `{reference}` beside it "
+                       f"(`--systems '{reference},{candidate}'`) before reading the pairs.")
+        elif unrecorded:
+            out.append(f"{candidate}: {unrecorded} of {len(pairs)} pairs join a line with no machine recorded "
+                       "(raced before lines recorded it): the pairs may mix the lever with the machine.")
+    return out
+
+
 def _kill_group(pid: int) -> None:
     """SIGKILL the process group the worker leads (its own session), leftovers of the fit included."""
     if hasattr(os, "killpg"):
@@ -567,9 +628,10 @@ def _wait_exited(proc, timeout: float) -> bool:
 
 
 class Race:
-    def __init__(self, out: Path, seconds: float, interpreters: dict, memory_limit: int, commit: str):
+    def __init__(self, out: Path, seconds: float, interpreters: dict, memory_limit: int, commit: str,
+                 machine: dict = None):
         self.out, self.seconds, self.interpreters = out, seconds, interpreters
-        self.memory_limit, self.commit = memory_limit, commit
+        self.memory_limit, self.commit, self.machine = memory_limit, commit, machine
         self.lock = threading.Lock()
         self.running: set = set()
         self.stopping = False
@@ -632,7 +694,7 @@ class Race:
                   "metric": "error %" if split["task"] == "classification" else "mse",
                   "wall_seconds": None, "parent_wall_seconds": round(parent_wall, 3), "models_evaluated": None,
                   "n_train": len(split["train"]), "n_test": len(split["test"]), "versions": {}, "extra": {},
-                  "repo_commit": self.commit, "killed": killed, "error": None, "log": str(log.relative_to(self.out)),
+                  "repo_commit": self.commit, "machine": self.machine, "killed": killed, "error": None, "log": str(log.relative_to(self.out)),
                   "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
         if killed:
             record["error"] = f"killed after {limit:g} s (2 T + 120 s)"
@@ -716,7 +778,7 @@ def cmd_run(args) -> int:
           f"{len(todo)} fits to run, {len(skipped)} already recorded"
           f"{'' if args.retry_failed else ' (failed ones rerun with --retry-failed)'}; {args.jobs} at a time",
           flush=True)
-    race = Race(out, args.seconds, interpreters, args.memory_limit, _repo_commit())
+    race = Race(out, args.seconds, interpreters, args.memory_limit, _repo_commit(), machine_fingerprint())
     if todo:
         from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -1097,7 +1159,7 @@ def chosen_elsewhere(records, reference: str, candidates, halves=HALVES) -> tupl
     for choose_on, report_on in ((halves[0], halves[1]), (halves[1], halves[0])):
         system, stats = choose(records, reference, candidates, choose_on)
         decisions.append({"chosen_on": list(choose_on), "reported_on": list(report_on), "system": system,
-                          "stats": stats})
+                          "stats": stats, "machines": machine_warnings(records, reference, candidates, choose_on)})
         out += [{**r, "system": CHOSEN, "chosen_system": system} for r in records
                 if r["system"] == system and r["dataset"] in set(report_on)]
     return out, decisions
@@ -1117,6 +1179,7 @@ def render_decisions(decisions, reference: str) -> str:
             lines.append(f"| {candidate} | {c['pairs']} | {c['better']} | {c['same']} | {c['worse']} | "
                          f"{'–' if med is None else f'{100 * med:+.1f} %'} | {_p(c['wilcoxon_p'])} |")
         lines.append("")
+        lines += [*d.get("machines", []), ""] if d.get("machines") else []
     return "\n".join(lines)
 
 

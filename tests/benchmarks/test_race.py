@@ -198,6 +198,7 @@ def test_end_to_end_optdiv(race, breast_cancer_csv, tmp_path, capsys):
     assert 0 < r["wall_seconds"] <= seconds + race.tolerance(seconds)
     assert r["parent_wall_seconds"] >= r["wall_seconds"]
     assert 0 <= r["test_error"] <= 100 and r["n_test"] == 114
+    assert r["machine"]["cores"] >= 1 and r["machine"]["calibration_seconds"] > 0 and r["machine"]["cpu"]
     assert r["models_evaluated"] >= 1
     assert "optdiv" in r["versions"] and "numpy" in r["versions"]
     assert not (out / "work").exists()  # the fit's folder is gone
@@ -253,6 +254,37 @@ def test_a_default_is_reported_only_on_the_half_it_was_not_chosen_on(race, tmp_p
     text = (out / "chosen.md").read_text()
     assert "## Chosen on a1, a2: `optdiv:x=1`" in text and "## Chosen on b1, b2: `optdiv:y=1`" in text
     assert f"| {race.CHOSEN} | better peer | 12 |" in text
+
+
+def test_pairs_of_lines_raced_on_different_machines_are_flagged_by_the_choice(race, tmp_path):
+    """A time-budgeted search does as much as its machine allows: a lever's lines paired with reference lines from a
+    slower or faster machine mix the two, and the choice says so."""
+    here = {"cpu": "cpu x", "cores": 2, "calibration_seconds": 0.20}
+    slower = {**here, "calibration_seconds": 0.30}
+    assert race.same_machine(here, {**here, "calibration_seconds": 0.22})
+    assert not race.same_machine(here, slower) and not race.same_machine(here, {**here, "cores": 16})
+    assert not race.same_machine(here, None)
+
+    def rows(reference_machine, candidate_machine):
+        out = []
+        for dataset in ("a1", "b1"):
+            for seed in range(3):
+                out += [{**_record(dataset, "classification", seed, "optdiv", 10.0 + seed),
+                         "machine": reference_machine},
+                        {**_record(dataset, "classification", seed, "optdiv:x=1", 9.0 + seed),
+                         "machine": candidate_machine}]
+        return out
+
+    assert race.machine_warnings(rows(here, here), "optdiv", ["optdiv:x=1"], ["a1"]) == []
+    [warning] = race.machine_warnings(rows(here, slower), "optdiv", ["optdiv:x=1"], ["a1"])
+    assert "3 of 3 pairs join lines raced on different machines" in warning and "0.2-0.3 s" in warning
+    [note] = race.machine_warnings(rows(None, here), "optdiv", ["optdiv:x=1"], ["a1"])
+    assert "no machine recorded" in note
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows(here, slower)))
+    assert race.main(["choose", "--out", str(out), "--candidates", "optdiv:x=1", "--half", "a1"]) == 0
+    assert (out / "chosen.md").read_text().count("raced on different machines") == 2  # both halves
 
 
 def test_search_statistics_of_optdiv_fits(race):
