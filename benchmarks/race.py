@@ -694,7 +694,8 @@ class Race:
                   "metric": "error %" if split["task"] == "classification" else "mse",
                   "wall_seconds": None, "parent_wall_seconds": round(parent_wall, 3), "models_evaluated": None,
                   "n_train": len(split["train"]), "n_test": len(split["test"]), "versions": {}, "extra": {},
-                  "repo_commit": self.commit, "machine": self.machine, "killed": killed, "error": None, "log": str(log.relative_to(self.out)),
+                  "repo_commit": self.commit, "machine": self.machine, "killed": killed, "error": None,
+                  "log": str(log.relative_to(self.out)),
                   "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
         if killed:
             record["error"] = f"killed after {limit:g} s (2 T + 120 s)"
