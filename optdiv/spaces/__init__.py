@@ -20,28 +20,15 @@ from optdiv.spaces.base import TASKS, SearchSpace
 __all__ = ["SearchSpace", "get_space", "KNOWN_SPACES", "TASKS"]
 
 
-def _autosklearn(task: str) -> SearchSpace:
-    from optdiv.spaces.autosklearn_space import autosklearn_space
+def _autosklearn(name: str):
+    """The builder of the auto-sklearn space variant ``name``, importing its module only when called."""
 
-    return autosklearn_space(task)
+    def build(task: str) -> SearchSpace:
+        from optdiv.spaces.autosklearn_space import named_space
 
+        return named_space(name, task)
 
-def _autosklearn_with_mlp(task: str) -> SearchSpace:
-    from optdiv.spaces.autosklearn_space import autosklearn_space
-
-    return autosklearn_space(task, mlp=True)
-
-
-def _autosklearn_with_default_mlp(task: str) -> SearchSpace:
-    from optdiv.spaces.autosklearn_space import autosklearn_space
-
-    return autosklearn_space(task, mlp="default")
-
-
-def _autosklearn_with_default_catboost(task: str) -> SearchSpace:
-    from optdiv.spaces.autosklearn_space import autosklearn_space
-
-    return autosklearn_space(task, catboost=True)
+    return build
 
 
 def _autogluon(task: str) -> SearchSpace:
@@ -51,9 +38,8 @@ def _autogluon(task: str) -> SearchSpace:
 
 
 #: The built-in spaces by name (imported on first use: each pulls in its model libraries).
-_BUILT_IN = {"autogluon": _autogluon, "autosklearn": _autosklearn, "autosklearn+mlp": _autosklearn_with_mlp,
-             "autosklearn+defaultmlp": _autosklearn_with_default_mlp,
-             "autosklearn+defaultcatboost": _autosklearn_with_default_catboost}
+_BUILT_IN = {"autogluon": _autogluon, **{name: _autosklearn(name) for name in (
+    "autosklearn", "autosklearn+mlp", "autosklearn+defaultmlp", "autosklearn+defaultcatboost")}}
 KNOWN_SPACES = tuple(_BUILT_IN)
 
 

@@ -607,12 +607,12 @@ def autosklearn_space(task: str = "classification", value_shares: bool = True, m
     extra = ([_mlp()] if mlp else []) + ([_catboost()] if catboost else [])
     if task == "classification":
         model = Group("classifier", _classifiers() + extra, "random_forest")
-        pre = Group("feature_preprocessor", _preprocessors(task), "no_preprocessing")
-        dense_only = _DENSE_ONLY_CLASSIFIERS + (("catboost",) if catboost else ())
+        dense_only = _DENSE_ONLY_CLASSIFIERS
     else:
         model = Group("regressor", _regressors() + extra, "random_forest")
-        pre = Group("feature_preprocessor", _preprocessors(task), "no_preprocessing")
-        dense_only = _DENSE_ONLY_REGRESSORS + (("catboost",) if catboost else ())
+        dense_only = _DENSE_ONLY_REGRESSORS
+    dense_only += ("catboost",) if catboost else ()
+    pre = Group("feature_preprocessor", _preprocessors(task), "no_preprocessing")
     rescaling = Group("rescaling", _rescalers(), "standardize")
     for group in (model, rescaling, pre):
         group.add_to(space)
@@ -635,8 +635,13 @@ def for_columns(space: SearchSpace, X) -> SearchSpace:
     spends evaluations on copies of models it has already scored. Any other space is returned unchanged."""
     if space.name not in _VARIANTS or VALUE_SHARES not in space.hyperparameter_names or identifier_columns(X):
         return space
-    mlp, catboost = _VARIANTS[space.name]
-    return autosklearn_space(space.task, value_shares=False, mlp=mlp, catboost=catboost)
+    return named_space(space.name, space.task, value_shares=False)
+
+
+def named_space(name: str, task: str, value_shares: bool = True) -> SearchSpace:
+    """The built-in variant of the space called ``name`` (a key of :data:`_VARIANTS`) for ``task``."""
+    mlp, catboost = _VARIANTS[name]
+    return autosklearn_space(task, value_shares=value_shares, mlp=mlp, catboost=catboost)
 
 
 class AutoSklearnBuilder:
