@@ -60,13 +60,11 @@ LIBRARY_DEFAULTS = {
         ("libsvm_svr", {}),
     ),
 }
-#: The spaces with the perceptron start from the same list and the perceptron at scikit-learn's defaults.
-LIBRARY_DEFAULTS.update({(space, task): LIBRARY_DEFAULTS[("autosklearn", task)] + (("mlp", {}),)
-                         for space in ("autosklearn+mlp", "autosklearn+defaultmlp")
+#: The spaces with one more model start from the same list and that model at its library's defaults.
+LIBRARY_DEFAULTS.update({(space, task): LIBRARY_DEFAULTS[("autosklearn", task)] + ((model, {}),)
+                         for space, model in (("autosklearn+mlp", "mlp"), ("autosklearn+defaultmlp", "mlp"),
+                                              ("autosklearn+defaultcatboost", "catboost"))
                          for task in ("classification", "regression")})
-#: The space with CatBoost starts from the same list and CatBoost at its defaults.
-LIBRARY_DEFAULTS.update({("autosklearn+defaultcatboost", task): LIBRARY_DEFAULTS[("autosklearn", task)]
-                         + (("catboost", {}),) for task in ("classification", "regression")})
 
 
 def portfolio_path(space_name: str, task: str) -> Path:
